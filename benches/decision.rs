@@ -1,0 +1,2 @@
+//! Decision benchmarks. (Being written.)
+fn main() {}

@@ -1,0 +1,1 @@
+//! Compiled resource templates. (Being written.)

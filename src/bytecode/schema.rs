@@ -1,0 +1,1 @@
+//! Compiled payloadSchema programs. (Being written.)

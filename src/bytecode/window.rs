@@ -1,0 +1,1 @@
+//! Compiled wall-clock windows. (Being written.)

@@ -1,0 +1,3 @@
+//! AST → checked IR → bytecode. (Being written.)
+
+pub mod schema;

@@ -1,0 +1,1 @@
+//! payloadSchema compiler. (Being written.)

@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+
+pub mod bytecode;
+pub mod compile;
+pub mod manifest;
+pub mod runtime;
+pub mod span;
+pub mod syntax;
+pub mod value;
+pub mod vm;

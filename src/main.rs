@@ -1,0 +1,5 @@
+//! The `capgate` command line.
+
+fn main() {
+    std::process::exit(2);
+}

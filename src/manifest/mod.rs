@@ -1,0 +1,1 @@
+//! The JSON manifest form (SPEC §3) → the same AST as `.cap`. (Being written.)

@@ -1,0 +1,1 @@
+//! Clock, rate limits, grants, transactions, approvals and revocation. (Being written.)

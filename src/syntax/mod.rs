@@ -1,0 +1,14 @@
+//! The `.cap` language front end: pest grammar → typed AST with spans.
+//!
+//! - [`ast`] defines the tree both front ends (this one and `manifest`) produce.
+//! - [`parse`] turns one file's text into a [`ast::PolicyFile`] or every [`SyntaxError`] found.
+//! - [`units`] parses the small lexical forms shared with the JSON manifest (durations, days,
+//!   times of day, time zones are only names here).
+
+pub mod ast;
+pub mod error;
+mod parser;
+pub mod units;
+
+pub use error::SyntaxError;
+pub use parser::parse;

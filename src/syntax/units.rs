@@ -1,0 +1,1 @@
+//! Lexical forms shared by both front ends: durations, day sets, times of day. (Being written.)

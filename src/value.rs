@@ -1,0 +1,420 @@
+//! Paths into a request and the value semantics constraints rely on.
+//!
+//! - [`Path`] is a root ([`Root`]) followed by [`Segment`]s; it is what `payload.attendees[*].email`
+//!   parses to, and its `Display` prints that form back (quoting odd keys as `["a.b"]`).
+//! - [`json_eq`] is the equality of `fieldEquals`: same type, numbers by value (`1 == 1.0`),
+//!   strings exact, arrays and objects structurally.
+//! - [`cmp_numbers`] orders two JSON numbers exactly, without rounding `i64`/`u64` through `f64`.
+//!
+//! This module depends on nothing else in the crate.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde_json::{Number, Value};
+
+/// Where a path starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Root {
+    /// The call's JSON body.
+    Payload,
+    /// The identity of the calling agent.
+    Agent,
+    /// Caller-supplied facts.
+    Context,
+    /// Template bindings and `resource.query`.
+    Resource,
+    /// `request.skill`, `request.operation`, `request.transaction`.
+    Request,
+}
+
+impl Root {
+    /// Every root, in the order they are documented.
+    pub const ALL: [Root; 5] = [
+        Root::Payload,
+        Root::Agent,
+        Root::Context,
+        Root::Resource,
+        Root::Request,
+    ];
+
+    /// The keyword that names this root.
+    pub fn name(self) -> &'static str {
+        match self {
+            Root::Payload => "payload",
+            Root::Agent => "agent",
+            Root::Context => "context",
+            Root::Resource => "resource",
+            Root::Request => "request",
+        }
+    }
+
+    /// The root named by `word`, if any.
+    pub fn from_name(word: &str) -> Option<Root> {
+        Root::ALL.into_iter().find(|r| r.name() == word)
+    }
+}
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Segment {
+    /// `.name` or `["any key"]`: an object member.
+    Key(String),
+    /// `[3]`: an array element.
+    Index(u64),
+    /// `[*]`: every element of an array.
+    Wildcard,
+}
+
+/// A root followed by segments, e.g. `payload.attendees[*].email`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Path {
+    /// Where the path starts.
+    pub root: Root,
+    /// The steps after the root.
+    pub segments: Vec<Segment>,
+}
+
+impl Path {
+    /// A path with no segments.
+    pub fn root(root: Root) -> Self {
+        Path {
+            root,
+            segments: Vec::new(),
+        }
+    }
+
+    /// True when some segment is `[*]`.
+    pub fn has_wildcard(&self) -> bool {
+        self.segments.iter().any(|s| matches!(s, Segment::Wildcard))
+    }
+
+    /// Parses the textual form (`payload.a["b c"][0][*]`). Used by the JSON manifest form, where
+    /// paths are strings. Errors name the byte offset where parsing stopped.
+    pub fn parse(text: &str) -> Result<Path, PathParseError> {
+        PathParser { text, pos: 0 }.parse()
+    }
+}
+
+/// Why a textual path could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid path `{text}` at byte {offset}: {reason}")]
+pub struct PathParseError {
+    /// The whole path text.
+    pub text: String,
+    /// Byte offset of the problem.
+    pub offset: usize,
+    /// What was expected.
+    pub reason: &'static str,
+}
+
+struct PathParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl PathParser<'_> {
+    fn error(&self, reason: &'static str) -> PathParseError {
+        PathParseError {
+            text: self.text.to_owned(),
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    fn rest(&self) -> &str {
+        self.text.get(self.pos..).unwrap_or("")
+    }
+
+    fn identifier(&mut self) -> Option<String> {
+        let rest = self.rest();
+        let mut end = 0;
+        for (i, c) in rest.char_indices() {
+            let ok = if i == 0 {
+                c.is_ascii_alphabetic() || c == '_'
+            } else {
+                c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$'
+            };
+            if !ok {
+                break;
+            }
+            end = i + c.len_utf8();
+        }
+        let ident = rest.get(..end).filter(|s| !s.is_empty())?.to_owned();
+        self.pos += end;
+        Some(ident)
+    }
+
+    fn parse(mut self) -> Result<Path, PathParseError> {
+        let root_word = self
+            .identifier()
+            .ok_or_else(|| self.error("expected a root"))?;
+        let root = Root::from_name(&root_word).ok_or_else(|| PathParseError {
+            text: self.text.to_owned(),
+            offset: 0,
+            reason: "unknown root; expected payload, agent, context, resource or request",
+        })?;
+        let mut segments = Vec::new();
+        while !self.rest().is_empty() {
+            if self.rest().starts_with('.') {
+                self.pos += 1;
+                let name = self
+                    .identifier()
+                    .ok_or_else(|| self.error("expected a name after `.`"))?;
+                segments.push(Segment::Key(name));
+            } else if self.rest().starts_with("[*]") {
+                self.pos += 3;
+                segments.push(Segment::Wildcard);
+            } else if self.rest().starts_with("[\"") {
+                self.pos += 1;
+                let (key, used) = parse_json_string(self.rest())
+                    .ok_or_else(|| self.error("expected a JSON string key"))?;
+                self.pos += used;
+                if !self.rest().starts_with(']') {
+                    return Err(self.error("expected `]`"));
+                }
+                self.pos += 1;
+                segments.push(Segment::Key(key));
+            } else if self.rest().starts_with('[') {
+                self.pos += 1;
+                let digits: usize = self.rest().bytes().take_while(u8::is_ascii_digit).count();
+                let index = self
+                    .rest()
+                    .get(..digits)
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .ok_or_else(|| self.error("expected an index, `*` or a quoted key"))?;
+                self.pos += digits;
+                if !self.rest().starts_with(']') {
+                    return Err(self.error("expected `]`"));
+                }
+                self.pos += 1;
+                segments.push(Segment::Index(index));
+            } else {
+                return Err(self.error("expected `.name`, `[n]`, `[*]` or `[\"key\"]`"));
+            }
+        }
+        Ok(Path { root, segments })
+    }
+}
+
+/// Parses a JSON string literal at the start of `text`; returns it and the bytes used.
+fn parse_json_string(text: &str) -> Option<(String, usize)> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<String>();
+    let value = stream.next()?.ok()?;
+    Some((value, stream.byte_offset()))
+}
+
+fn is_plain_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
+}
+
+impl fmt::Display for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Segment::Key(key) if is_plain_key(key) => write!(f, ".{key}"),
+            Segment::Key(key) => {
+                let quoted = serde_json::to_string(key).map_err(|_| fmt::Error)?;
+                write!(f, "[{quoted}]")
+            }
+            Segment::Index(i) => write!(f, "[{i}]"),
+            Segment::Wildcard => f.write_str("[*]"),
+        }
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.root.name())?;
+        for segment in &self.segments {
+            write!(f, "{segment}")?;
+        }
+        Ok(())
+    }
+}
+
+/// JSON equality as `fieldEquals` defines it: same type; numbers by exact value (`1 == 1.0`,
+/// `-0.0 == 0`); strings byte-exact (no Unicode normalisation); arrays element-wise; objects with
+/// the same key set and equal members, in any order.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => cmp_numbers(x, y) == Some(Ordering::Equal),
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => false,
+    }
+}
+
+/// A JSON number in one of the three exact forms serde_json keeps.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    I(i64),
+    U(u64),
+    F(f64),
+}
+
+fn num(n: &Number) -> Option<Num> {
+    if let Some(i) = n.as_i64() {
+        Some(Num::I(i))
+    } else if let Some(u) = n.as_u64() {
+        Some(Num::U(u))
+    } else {
+        n.as_f64().filter(|f| f.is_finite()).map(Num::F)
+    }
+}
+
+/// Orders an integer against a float exactly. `None` only for NaN (which JSON cannot carry).
+fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    // Every i64/u64 lies strictly inside (-2^127, 2^127); floats outside that range order trivially.
+    const LIMIT: f64 = 1.7014118346046923e38; // 2^127
+    if f >= LIMIT {
+        return Some(Ordering::Less);
+    }
+    if f <= -LIMIT {
+        return Some(Ordering::Greater);
+    }
+    let truncated = f.trunc();
+    // `truncated` is an integer with |truncated| < 2^127, so the conversion is exact.
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "truncated is integral and within i128 range (checked above)"
+    )]
+    let whole = truncated as i128;
+    match i.cmp(&whole) {
+        Ordering::Equal => {
+            let frac = f - truncated;
+            Some(if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            })
+        }
+        other => Some(other),
+    }
+}
+
+/// Orders two JSON numbers by exact value; `None` if either is not finite.
+pub fn cmp_numbers(a: &Number, b: &Number) -> Option<Ordering> {
+    match (num(a)?, num(b)?) {
+        (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
+        (Num::U(x), Num::U(y)) => Some(x.cmp(&y)),
+        (Num::I(x), Num::U(y)) => Some(i128::from(x).cmp(&i128::from(y))),
+        (Num::U(x), Num::I(y)) => Some(i128::from(x).cmp(&i128::from(y))),
+        (Num::F(x), Num::F(y)) => x.partial_cmp(&y),
+        (Num::I(x), Num::F(y)) => cmp_int_float(i128::from(x), y),
+        (Num::U(x), Num::F(y)) => cmp_int_float(i128::from(x), y),
+        (Num::F(x), Num::I(y)) => cmp_int_float(i128::from(y), x).map(Ordering::reverse),
+        (Num::F(x), Num::U(y)) => cmp_int_float(i128::from(y), x).map(Ordering::reverse),
+    }
+}
+
+/// The JSON type name of a value, for messages.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Renders a value for a message: JSON text cut to at most `max` characters, with `…` appended
+/// when cut.
+pub fn truncate_for_message(value: &Value, max: usize) -> String {
+    let text = value.to_string();
+    truncate_str(&text, max)
+}
+
+/// Cuts a string to at most `max` characters, appending `…` when cut.
+pub fn truncate_str(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or(text)),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn paths_round_trip_through_display() {
+        for text in [
+            "payload",
+            "payload.attendees[*].email",
+            "payload[\"a.b\"][\"\"][\"[*]\"][0]",
+            "resource.query.page",
+            "agent.email",
+        ] {
+            let path = Path::parse(text).unwrap();
+            assert_eq!(path.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn path_parse_rejects_unknown_roots_and_bad_segments() {
+        assert!(Path::parse("body.x").is_err());
+        assert!(Path::parse("payload.").is_err());
+        assert!(Path::parse("payload[x]").is_err());
+        assert!(Path::parse("payload[1").is_err());
+        assert!(Path::parse("").is_err());
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_forms() {
+        assert!(json_eq(&json!(1), &json!(1.0)));
+        assert!(!json_eq(&json!("1"), &json!(1)));
+        assert!(json_eq(&json!(-0.0), &json!(0)));
+        // 2^53 + 1 is not representable as f64; it must not equal 2^53 as a float.
+        let big: Value = serde_json::from_str("9007199254740993").unwrap();
+        let float: Value = serde_json::from_str("9007199254740992.0").unwrap();
+        assert!(!json_eq(&big, &float));
+        assert_eq!(
+            cmp_numbers(&Number::from(u64::MAX), &Number::from(i64::MIN)),
+            Some(Ordering::Greater)
+        );
+        let half = Number::from_f64(0.5).unwrap();
+        assert_eq!(
+            cmp_numbers(&Number::from(0), &half),
+            Some(Ordering::Less)
+        );
+        let neg_half = Number::from_f64(-0.5).unwrap();
+        assert_eq!(
+            cmp_numbers(&Number::from(0), &neg_half),
+            Some(Ordering::Greater)
+        );
+    }
+
+    #[test]
+    fn objects_compare_structurally_in_any_order() {
+        assert!(json_eq(&json!({"a": 1, "b": [1, 2]}), &json!({"b": [1.0, 2], "a": 1})));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+    }
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate_str("ééé", 2), "éé…");
+        assert_eq!(truncate_str("abc", 3), "abc");
+    }
+}

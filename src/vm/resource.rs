@@ -1,0 +1,1 @@
+//! Request resource normalisation and template matching. (Being written.)

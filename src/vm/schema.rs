@@ -1,0 +1,1 @@
+//! payloadSchema validation. (Being written.)

@@ -1,0 +1,1 @@
+//! Wall-clock window evaluation. (Being written.)
