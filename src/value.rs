@@ -395,10 +395,7 @@ mod tests {
             Some(Ordering::Greater)
         );
         let half = Number::from_f64(0.5).unwrap();
-        assert_eq!(
-            cmp_numbers(&Number::from(0), &half),
-            Some(Ordering::Less)
-        );
+        assert_eq!(cmp_numbers(&Number::from(0), &half), Some(Ordering::Less));
         let neg_half = Number::from_f64(-0.5).unwrap();
         assert_eq!(
             cmp_numbers(&Number::from(0), &neg_half),
@@ -408,7 +405,10 @@ mod tests {
 
     #[test]
     fn objects_compare_structurally_in_any_order() {
-        assert!(json_eq(&json!({"a": 1, "b": [1, 2]}), &json!({"b": [1.0, 2], "a": 1})));
+        assert!(json_eq(
+            &json!({"a": 1, "b": [1, 2]}),
+            &json!({"b": [1.0, 2], "a": 1})
+        ));
         assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
     }
 
