@@ -2,6 +2,7 @@
 
 pub mod bytecode;
 pub mod compile;
+pub mod limits;
 pub mod manifest;
 pub mod runtime;
 pub mod span;

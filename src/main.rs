@@ -1,5 +1,7 @@
 //! The `capgate` command line.
 
-fn main() {
-    std::process::exit(2);
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::run()
 }

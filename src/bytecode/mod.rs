@@ -1,5 +1,19 @@
-//! The instruction set and compiled programs. (Being written.)
+//! The compiled artifact: the instruction set, programs, the verifier and the disassembler.
+//!
+//! - [`op::Op`] is the instruction set, defined once; [`index`] holds the typed operand indices.
+//! - [`program::Program`] is one capability's code and tables; [`verify::verify`] turns it into a
+//!   [`verify::VerifiedProgram`], the only form the VM runs.
+//! - [`program::CompiledSkill`] / [`program::CompiledCapability`] wrap programs with everything
+//!   else the engine needs (resource template, operations, lifetime, rate limits, gating).
+//! - [`resource`], [`schema`] and [`window`] are the compiled forms of resource templates,
+//!   payload schemas and wall-clock windows.
+//! - [`disasm`] prints programs for people.
 
+pub mod disasm;
+pub mod index;
+pub mod op;
+pub mod program;
 pub mod resource;
 pub mod schema;
+pub mod verify;
 pub mod window;

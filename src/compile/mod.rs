@@ -1,3 +1,224 @@
-//! AST → checked IR → bytecode. (Being written.)
+//! The compiler: AST → checked, verified bytecode.
+//!
+//! [`compile_skills`] takes the parsed files of one policy set and returns a
+//! [`CompiledSkill`] per skill, or every [`CompileError`] found in any of them — a policy is
+//! rejected whole. Per capability it checks the header rules (`check.rs`), emits the constraint
+//! program (`emit.rs`, which resolves paths and compiles regexes, schemas and windows), and runs
+//! the verifier: a program the verifier rejects is a compiler bug, reported as an error rather
+//! than loaded.
 
+mod check;
+mod emit;
+pub mod error;
 pub mod schema;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use check::is_read_verb;
+pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
+pub use error::CompileError;
+
+use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLevel};
+use crate::bytecode::resource::ResourcePattern;
+use crate::bytecode::verify::verify;
+use crate::limits::Limits;
+use crate::span::SourceMap;
+use crate::syntax::ast::{PolicyFile, Skill};
+
+/// Compiles every skill of every file; skill names must be unique across the set.
+pub fn compile_skills(
+    files: &[PolicyFile],
+    sources: &SourceMap,
+    limits: &Limits,
+) -> Result<Vec<CompiledSkill>, Vec<CompileError>> {
+    let mut errors = Vec::new();
+    let mut skills = Vec::new();
+    let mut seen: HashMap<&str, crate::span::Span> = HashMap::new();
+    for file in files {
+        for skill in &file.skills {
+            if let Some(first) = seen.get(skill.name.node.as_str()) {
+                errors.push(
+                    CompileError::new(
+                        skill.name.span,
+                        format!("skill `{}` is declared twice", skill.name.node),
+                    )
+                    .with_help(format!("first declared at {}", sources.location(*first))),
+                );
+                continue;
+            }
+            seen.insert(&skill.name.node, skill.name.span);
+            if let Some(compiled) = compile_skill(skill, sources, limits, &mut errors) {
+                skills.push(compiled);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(skills)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Compiles one skill, pushing its errors; `None` when it had any.
+pub fn compile_skill(
+    skill: &Skill,
+    sources: &SourceMap,
+    limits: &Limits,
+    errors: &mut Vec<CompileError>,
+) -> Option<CompiledSkill> {
+    let before = errors.len();
+    let version = match &skill.version {
+        Some(v) if !v.node.trim().is_empty() => v.node.clone(),
+        Some(v) => {
+            errors.push(CompileError::new(v.span, "`version` is blank"));
+            String::new()
+        }
+        None => {
+            errors.push(check::missing(skill.name.span, "version", "version \"1.0.0\""));
+            String::new()
+        }
+    };
+    let skill_risk = skill
+        .risk
+        .as_ref()
+        .map_or(0, |r| check::check_risk(r, errors));
+    let skill_sensitivity =
+        check::sensitivity(skill.sensitivity.as_ref()).unwrap_or(SensitivityLevel::Normal);
+    if skill.capabilities.len() > limits.max_capabilities_per_skill {
+        errors.push(CompileError::new(
+            skill.name.span,
+            format!(
+                "skill `{}` has {} capabilities, more than the limit of {}",
+                skill.name.node,
+                skill.capabilities.len(),
+                limits.max_capabilities_per_skill
+            ),
+        ));
+    }
+    let mut names: HashMap<&str, crate::span::Span> = HashMap::new();
+    let mut capabilities = Vec::new();
+    for capability in &skill.capabilities {
+        if let Some(first) = names.get(capability.name.node.as_str()) {
+            errors.push(
+                CompileError::new(
+                    capability.name.span,
+                    format!(
+                        "capability `{}` is declared twice in skill `{}`",
+                        capability.name.node, skill.name.node
+                    ),
+                )
+                .with_help(format!("first declared at {}", sources.location(*first))),
+            );
+            continue;
+        }
+        names.insert(&capability.name.node, capability.name.span);
+        let pattern = match &capability.resource {
+            None => {
+                errors.push(check::missing(
+                    capability.name.span,
+                    "resource",
+                    "resource http \"https://host/path\"",
+                ));
+                None
+            }
+            Some(resource) => {
+                match ResourcePattern::compile(resource.node.kind, &resource.node.locator) {
+                    Ok(pattern) => Some(pattern),
+                    Err(e) => {
+                        errors.push(CompileError {
+                            span: resource.span,
+                            message: e.message,
+                            help: e.help,
+                        });
+                        None
+                    }
+                }
+            }
+        };
+        let kind = capability.resource.as_ref().map(|r| r.node.kind);
+        if capability.operations.is_empty() {
+            errors.push(check::missing(capability.name.span, "operations", "operations GET"));
+        } else if let Some(kind) = kind {
+            check::check_operations(kind, &capability.operations, errors);
+        }
+        let lifetime = check::check_lifetime(capability.lifetime.as_ref(), errors);
+        check::check_justification(capability, kind, errors);
+        let required_autonomy = capability
+            .risk
+            .as_ref()
+            .map_or(skill_risk, |r| check::check_risk(r, errors));
+        let sensitivity =
+            check::sensitivity(capability.sensitivity.as_ref()).unwrap_or(skill_sensitivity);
+        let emitter = emit::Emitter::new(pattern.as_ref(), sources, limits, errors);
+        let (program, rate_limits) = emitter.capability(&capability.constraints);
+        let (Some(pattern), true) = (pattern, errors.len() == before) else {
+            continue;
+        };
+        match verify(program) {
+            Ok(program) => capabilities.push(CompiledCapability {
+                name: Arc::from(capability.name.node.as_str()),
+                location: Some(sources.location(capability.name.span)),
+                resource: pattern,
+                operations: capability
+                    .operations
+                    .iter()
+                    .map(|o| Box::from(o.node.as_str()))
+                    .collect(),
+                lifetime,
+                required_autonomy,
+                sensitivity,
+                justification: capability.justification.as_ref().map(|j| j.node.clone()),
+                program,
+                rate_limits,
+            }),
+            Err(e) => errors.push(CompileError::new(
+                capability.name.span,
+                format!("internal compiler error: {e}"),
+            )),
+        }
+    }
+    if errors.len() != before {
+        return None;
+    }
+    Some(CompiledSkill {
+        name: Arc::from(skill.name.node.as_str()),
+        version,
+        hash: skill.hash.as_ref().map(|h| h.node.clone()),
+        signer: skill.signer.as_ref().map(|s| s.node.clone()),
+        location: Some(sources.location(skill.name.span)),
+        revision: revision(skill),
+        capabilities,
+    })
+}
+
+/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its AST without source positions.
+fn revision(skill: &Skill) -> u64 {
+    let text = canonical_text(skill);
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// The skill's AST rendered without spans, so reformatting a file keeps its revision.
+fn canonical_text(skill: &Skill) -> String {
+    let debug = format!("{skill:?}");
+    // Spans render as `Span { file: FileId(n), start: n, end: n }`; drop them.
+    let mut out = String::with_capacity(debug.len());
+    let mut rest = debug.as_str();
+    while let Some(at) = rest.find("Span {") {
+        out.push_str(rest.get(..at).unwrap_or(""));
+        let after = rest.get(at..).unwrap_or("");
+        match after.find('}') {
+            Some(end) => rest = after.get(end + 1..).unwrap_or(""),
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}

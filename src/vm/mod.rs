@@ -1,5 +1,25 @@
-//! Executes verified programs against a request. (Being written.)
+//! The virtual machine: runs a verified program against one request.
+//!
+//! - [`Input`] borrows everything a program may read from the request; nothing is cloned.
+//! - [`run`] is the hot path: no allocation, just the outcome ([`Outcome`]).
+//! - [`trace`] runs the same loop and reports every test to a [`Tracer`]; deny reasons and
+//!   `:explain` come from it.
+//! - [`resource`], [`schema`] and [`window`] evaluate the compiled resource templates, payload
+//!   schemas and wall-clock windows.
+//!
+//! The VM depends on `bytecode` and `value` only; it does no I/O and keeps no state between
+//! calls (rate limits and grants live in `runtime`).
 
+mod exec;
+mod explain;
+mod input;
+pub mod path;
 pub mod resource;
 pub mod schema;
 pub mod window;
+
+pub use exec::{
+    Outcome, Steps, TestReport, Tracer, VmError, format_nanos, nanos, parse_timestamp, run,
+    run_counted, trace,
+};
+pub use input::Input;

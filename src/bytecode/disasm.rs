@@ -1,0 +1,1 @@
+//! Disassembly. (Being written.)

@@ -1,0 +1,309 @@
+//! Compiled programs and the policy artifact around them.
+//!
+//! - [`Program`]: one capability's instruction stream plus its tables (constants, sets, interned
+//!   paths, regexes, schemas, windows, bounds) and the [`CheckInfo`] of each top-level
+//!   constraint, used to build deny reasons and traces.
+//! - [`CompiledSkill`] / [`CompiledCapability`]: what the engine holds for each skill: identity,
+//!   gating, resource template, operations, lifetime, rate limits, and the verified program.
+//!
+//! Everything here is immutable after construction and `Send + Sync`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::index::{Index, lookup};
+use super::op::Op;
+use super::resource::ResourcePattern;
+use super::schema::SchemaProgram;
+use super::verify::VerifiedProgram;
+use super::window::CompiledWindow;
+use crate::span::Location;
+use crate::value::Segment;
+
+/// Where a JSON path starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JsonRoot {
+    /// The request payload.
+    Payload,
+    /// The agent identity object.
+    Agent,
+    /// The caller's context object.
+    Context,
+}
+
+/// How a path reads the request, resolved at compile time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathAccess {
+    /// A path into one of the JSON documents of the request.
+    Json {
+        /// The document.
+        root: JsonRoot,
+        /// Steps inside it.
+        segments: Vec<Segment>,
+    },
+    /// `resource.NAME`: the segment bound by `{NAME}` in the capability's template.
+    Binding {
+        /// Slot in [`ResourcePattern::bindings`].
+        slot: u16,
+    },
+    /// `resource.query.NAME`: a query parameter of the request resource.
+    Query {
+        /// The parameter name.
+        name: String,
+    },
+    /// `request.skill`.
+    RequestSkill,
+    /// `request.operation`.
+    RequestOperation,
+    /// `request.transaction` (absent when the request names none).
+    RequestTransaction,
+}
+
+/// An interned path: how to read it and how to print it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompiledPath {
+    /// How the VM reads it.
+    pub access: PathAccess,
+    /// The path as written (`payload.attendees[*].email`).
+    pub text: String,
+}
+
+impl CompiledPath {
+    /// True when the path walks `[*]`.
+    pub fn has_wildcard(&self) -> bool {
+        match &self.access {
+            PathAccess::Json { segments, .. } => {
+                segments.iter().any(|s| matches!(s, Segment::Wildcard))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A whole-value regex, compiled once.
+#[derive(Debug, Clone)]
+pub struct CompiledRegex {
+    /// The anchored regex (`^(?:source)$`).
+    pub regex: regex::Regex,
+    /// The pattern as written, for messages.
+    pub source: String,
+    /// The `i` flag.
+    pub case_insensitive: bool,
+}
+
+/// The literals of one `in [...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueSet {
+    /// The allowed values, in source order.
+    pub values: Vec<Value>,
+}
+
+/// A comparison with the subject on the left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl Cmp {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+        }
+    }
+
+    /// Whether `ordering` (subject compared with the bound) satisfies the operator.
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match self {
+            Cmp::Lt => ordering == Less,
+            Cmp::Le => matches!(ordering, Less | Equal),
+            Cmp::Gt => ordering == Greater,
+            Cmp::Ge => matches!(ordering, Greater | Equal),
+        }
+    }
+}
+
+/// The constant side of one bound.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundConst {
+    /// A number (for [`Op::Range`]).
+    Number(serde_json::Number),
+    /// A signed duration in nanoseconds (for [`Op::RangeDiff`]).
+    Nanos(i128),
+    /// The engine clock (for [`Op::RangeNow`]).
+    Now,
+}
+
+/// The bounds of one `fieldRange`; all must hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundSet {
+    /// `(operator, constant)` pairs, subject on the left.
+    pub bounds: Vec<(Cmp, BoundConst)>,
+    /// The bounds as written, for messages (`> 0 and <= 100`).
+    pub text: String,
+}
+
+/// What a top-level constraint is, for reasons and traces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckInfo {
+    /// The constraint name used in reasons (`fieldMatches`, `any`, ...).
+    pub constraint: &'static str,
+    /// Where it was written.
+    pub location: Option<Location>,
+    /// The constraint's source text in short form, for messages and disassembly.
+    pub summary: String,
+    /// First instruction of its code.
+    pub code_start: u32,
+    /// One past its `Require`.
+    pub code_end: u32,
+}
+
+/// One capability's bytecode and tables. Build it with the compiler, then verify it
+/// ([`super::verify::verify`]) to get a [`VerifiedProgram`] the VM accepts.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    /// The instructions.
+    pub code: Vec<Op>,
+    /// Per instruction: the source location it came from.
+    pub debug: Vec<Option<Location>>,
+    /// JSON literals.
+    pub consts: Vec<Value>,
+    /// `in [...]` sets.
+    pub sets: Vec<ValueSet>,
+    /// Interned paths.
+    pub paths: Vec<CompiledPath>,
+    /// Compiled regexes.
+    pub regexes: Vec<CompiledRegex>,
+    /// Compiled payload schemas.
+    pub schemas: Vec<SchemaProgram>,
+    /// Compiled wall-clock windows.
+    pub windows: Vec<CompiledWindow>,
+    /// `fieldRange` bounds.
+    pub bounds: Vec<BoundSet>,
+    /// One entry per top-level constraint.
+    pub checks: Vec<CheckInfo>,
+    /// The deepest the stack gets, as computed by the compiler (the verifier re-derives it).
+    pub max_stack: u16,
+}
+
+impl Program {
+    /// Looks up any table entry by its typed index.
+    pub fn entry<'a, I: Index, T>(&self, table: &'a [T], index: I) -> Option<&'a T> {
+        lookup(table, index)
+    }
+}
+
+/// A rate limit of a capability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimitSpec {
+    /// N: calls per window (sustained with burst).
+    pub count: u64,
+    /// T.
+    pub per: std::time::Duration,
+    /// B: switches to a token bucket.
+    pub burst: Option<u64>,
+    /// Paths whose values split the key (indices into the program's path table).
+    pub by: Vec<super::index::PathIdx>,
+    /// Where it was written.
+    pub location: Option<Location>,
+    /// The constraint as written, for messages (`10 per 1m`).
+    pub summary: String,
+}
+
+/// A capability's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifetimeSpec {
+    /// Good for N calls per grant.
+    Call(u64),
+    /// Good while the named transaction is open.
+    Transaction,
+    /// Good for a duration after issue.
+    WallClock {
+        /// How long.
+        duration: std::time::Duration,
+        /// Renewed on use after expiry.
+        renewable: bool,
+    },
+    /// Good until revoked.
+    Process,
+}
+
+/// Whether a capability or skill needs first-use approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SensitivityLevel {
+    /// Gated by autonomy score only.
+    #[default]
+    Normal,
+    /// Needs a recorded approval.
+    Elevated,
+}
+
+/// One compiled capability.
+#[derive(Debug, Clone)]
+pub struct CompiledCapability {
+    /// Its name.
+    pub name: Arc<str>,
+    /// Where it was declared.
+    pub location: Option<Location>,
+    /// The resource template.
+    pub resource: ResourcePattern,
+    /// Allowed operations, compared exactly.
+    pub operations: Vec<Box<str>>,
+    /// The lifetime of its grants.
+    pub lifetime: LifetimeSpec,
+    /// Minimum autonomy score (the capability's risk, else the skill's).
+    pub required_autonomy: u8,
+    /// Sensitivity (the capability's, else the skill's).
+    pub sensitivity: SensitivityLevel,
+    /// The justification, if any.
+    pub justification: Option<String>,
+    /// The constraint program (rate limits excluded).
+    pub program: VerifiedProgram,
+    /// Rate limits, checked after the program, in declaration order.
+    pub rate_limits: Vec<RateLimitSpec>,
+}
+
+impl CompiledCapability {
+    /// True when `operation` is one of the capability's operations.
+    pub fn allows_operation(&self, operation: &str) -> bool {
+        self.operations.iter().any(|op| &**op == operation)
+    }
+}
+
+/// One compiled skill.
+#[derive(Debug, Clone)]
+pub struct CompiledSkill {
+    /// The skill name.
+    pub name: Arc<str>,
+    /// `version`.
+    pub version: String,
+    /// `hash` (contentHash), compared with a request's `skill_hash`.
+    pub hash: Option<String>,
+    /// `signer`.
+    pub signer: Option<String>,
+    /// Where it was declared.
+    pub location: Option<Location>,
+    /// Hash of the compiled manifest: grants are pinned to it.
+    pub revision: u64,
+    /// The capabilities, in declaration order.
+    pub capabilities: Vec<CompiledCapability>,
+}
+
+impl CompiledSkill {
+    /// The capability named `name`.
+    pub fn capability(&self, name: &str) -> Option<&CompiledCapability> {
+        self.capabilities.iter().find(|c| &*c.name == name)
+    }
+}

@@ -1,0 +1,413 @@
+//! The verifier: proves a [`Program`] safe to run before the VM ever sees it.
+//!
+//! It checks, in one forward pass:
+//! - every operand index is in range for its table;
+//! - every jump goes strictly forward to an instruction inside the program;
+//! - the stack height is the same on every path into an instruction, never underflows and never
+//!   exceeds [`MAX_STACK`];
+//! - control cannot fall off the end, and reaches `Accept` with an empty stack;
+//! - every `Require` names a check, and every check's code range lies inside the program.
+//!
+//! Only [`verify`] builds a [`VerifiedProgram`].
+//
+// INVARIANT (verified-program): a `VerifiedProgram` holds a program for which every check above
+// passed. The VM relies on it and reports a violation as an internal error, never a panic.
+
+use std::fmt;
+
+use super::index::{Index, JumpTarget};
+use super::op::Op;
+use super::program::Program;
+
+/// The deepest stack a program may use. Compiled programs need one slot per nesting level of
+/// `any`/`all`/`not` at most; the limit leaves room for the nesting limit of the language.
+pub const MAX_STACK: u16 = 256;
+
+/// A program the verifier accepted.
+#[derive(Debug, Clone)]
+pub struct VerifiedProgram {
+    program: Program,
+    max_stack: u16,
+}
+
+impl VerifiedProgram {
+    /// The verified program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The stack depth the verifier proved sufficient.
+    pub fn max_stack(&self) -> u16 {
+        self.max_stack
+    }
+}
+
+impl std::ops::Deref for VerifiedProgram {
+    type Target = Program;
+
+    fn deref(&self) -> &Program {
+        &self.program
+    }
+}
+
+/// Why a program was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("bytecode rejected at instruction {at}: {reason}")]
+pub struct VerifyError {
+    /// The instruction position.
+    pub at: usize,
+    /// What is wrong.
+    pub reason: VerifyReason,
+}
+
+/// The kinds of verification failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyReason {
+    /// The program has no instructions.
+    Empty,
+    /// An operand names an entry past the end of its table.
+    OperandOutOfRange {
+        /// The table.
+        table: &'static str,
+        /// The index.
+        index: usize,
+    },
+    /// A jump does not go strictly forward into the program.
+    BadJump {
+        /// The target.
+        target: usize,
+    },
+    /// An instruction pops more than the stack holds.
+    StackUnderflow,
+    /// The stack grows past [`MAX_STACK`].
+    StackOverflow,
+    /// Two paths reach an instruction with different stack heights.
+    InconsistentStack {
+        /// Height on the first path.
+        first: u16,
+        /// Height on the other.
+        other: u16,
+    },
+    /// Control reaches the end without `Accept`.
+    FallsOffEnd,
+    /// `Accept` is reached with values on the stack.
+    AcceptWithStack(u16),
+    /// A check's code range is outside the program or empty.
+    BadCheckRange,
+    /// The debug table does not have one entry per instruction.
+    DebugTableMismatch,
+}
+
+impl fmt::Display for VerifyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerifyReason::Empty => f.write_str("empty program"),
+            VerifyReason::OperandOutOfRange { table, index } => {
+                write!(f, "operand {index} out of range for table `{table}`")
+            }
+            VerifyReason::BadJump { target } => {
+                write!(f, "jump to {target} is not strictly forward inside the program")
+            }
+            VerifyReason::StackUnderflow => f.write_str("stack underflow"),
+            VerifyReason::StackOverflow => write!(f, "stack deeper than {MAX_STACK}"),
+            VerifyReason::InconsistentStack { first, other } => {
+                write!(f, "stack height {first} on one path and {other} on another")
+            }
+            VerifyReason::FallsOffEnd => f.write_str("control falls off the end"),
+            VerifyReason::AcceptWithStack(n) => write!(f, "accept with {n} values on the stack"),
+            VerifyReason::BadCheckRange => f.write_str("check code range outside the program"),
+            VerifyReason::DebugTableMismatch => {
+                f.write_str("debug table length differs from code length")
+            }
+        }
+    }
+}
+
+fn in_range<I: Index, T>(table: &[T], index: I, at: usize) -> Result<(), VerifyError> {
+    if index.to_usize() < table.len() {
+        Ok(())
+    } else {
+        Err(VerifyError {
+            at,
+            reason: VerifyReason::OperandOutOfRange {
+                table: I::TABLE,
+                index: index.to_usize(),
+            },
+        })
+    }
+}
+
+fn check_operands(program: &Program, op: &Op, at: usize) -> Result<(), VerifyError> {
+    let p = program;
+    match *op {
+        Op::Equals { path, value, .. } => {
+            in_range(&p.paths, path, at)?;
+            in_range(&p.consts, value, at)
+        }
+        Op::InSet { path, set, .. } => {
+            in_range(&p.paths, path, at)?;
+            in_range(&p.sets, set, at)
+        }
+        Op::EqualsPath { path, other, .. } => {
+            in_range(&p.paths, path, at)?;
+            in_range(&p.paths, other, at)
+        }
+        Op::Matches { path, regex, .. } => {
+            in_range(&p.paths, path, at)?;
+            in_range(&p.regexes, regex, at)
+        }
+        Op::Range { path, bounds, .. } | Op::RangeNow { path, bounds, .. } => {
+            in_range(&p.paths, path, at)?;
+            in_range(&p.bounds, bounds, at)
+        }
+        Op::RangeDiff { a, b, bounds, .. } => {
+            in_range(&p.paths, a, at)?;
+            in_range(&p.paths, b, at)?;
+            in_range(&p.bounds, bounds, at)
+        }
+        Op::Schema { schema } => in_range(&p.schemas, schema, at),
+        Op::Window { window } => in_range(&p.windows, window, at),
+        Op::Require { check } => in_range(&p.checks, check, at),
+        Op::Push(_) | Op::Not | Op::OrElse { .. } | Op::AndThen { .. } | Op::Accept => Ok(()),
+    }
+}
+
+fn merge(heights: &mut [Option<u16>], at: usize, height: u16, from: usize) -> Result<(), VerifyError> {
+    let slot = heights.get_mut(at).ok_or(VerifyError {
+        at: from,
+        reason: VerifyReason::BadJump { target: at },
+    })?;
+    match *slot {
+        None => {
+            *slot = Some(height);
+            Ok(())
+        }
+        Some(first) if first == height => Ok(()),
+        Some(first) => Err(VerifyError {
+            at,
+            reason: VerifyReason::InconsistentStack {
+                first,
+                other: height,
+            },
+        }),
+    }
+}
+
+/// Verifies a program; see the module docs for what is proven.
+pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
+    let len = program.code.len();
+    if len == 0 {
+        return Err(VerifyError {
+            at: 0,
+            reason: VerifyReason::Empty,
+        });
+    }
+    if program.debug.len() != len {
+        return Err(VerifyError {
+            at: 0,
+            reason: VerifyReason::DebugTableMismatch,
+        });
+    }
+    for check in &program.checks {
+        let start = usize::try_from(check.code_start).unwrap_or(usize::MAX);
+        let end = usize::try_from(check.code_end).unwrap_or(usize::MAX);
+        if start >= end || end > len {
+            return Err(VerifyError {
+                at: start,
+                reason: VerifyReason::BadCheckRange,
+            });
+        }
+    }
+    // Heights on entry to each instruction; `None` = unreachable so far.
+    let mut heights: Vec<Option<u16>> = vec![None; len];
+    if let Some(first) = heights.first_mut() {
+        *first = Some(0);
+    }
+    let mut max_height = 0u16;
+    for (at, op) in program.code.iter().enumerate() {
+        check_operands(&program, op, at)?;
+        let Some(height) = heights.get(at).copied().flatten() else {
+            // Unreachable code is harmless: it can never run.
+            continue;
+        };
+        let effect = op.effect();
+        let after_pop = height.checked_sub(u16::from(effect.pops)).ok_or(VerifyError {
+            at,
+            reason: VerifyReason::StackUnderflow,
+        })?;
+        let after = after_pop + u16::from(effect.pushes);
+        if after > MAX_STACK {
+            return Err(VerifyError {
+                at,
+                reason: VerifyReason::StackOverflow,
+            });
+        }
+        max_height = max_height.max(after).max(height);
+        if let Some(target) = effect.jump {
+            let target = target.to_usize();
+            if target <= at || target >= len {
+                return Err(VerifyError {
+                    at,
+                    reason: VerifyReason::BadJump { target },
+                });
+            }
+            // A taken jump keeps the tested value on the stack.
+            merge(&mut heights, target, height, at)?;
+        }
+        if matches!(op, Op::Accept) && height != 0 {
+            return Err(VerifyError {
+                at,
+                reason: VerifyReason::AcceptWithStack(height),
+            });
+        }
+        if !effect.terminal {
+            if at + 1 >= len {
+                return Err(VerifyError {
+                    at,
+                    reason: VerifyReason::FallsOffEnd,
+                });
+            }
+            merge(&mut heights, at + 1, after, at)?;
+        }
+    }
+    Ok(VerifiedProgram {
+        program,
+        max_stack: max_height,
+    })
+}
+
+/// Builds a jump target for tests and the compiler.
+pub fn jump_to(position: usize) -> Option<JumpTarget> {
+    JumpTarget::from_usize(position)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytecode::index::CheckIdx;
+    use crate::bytecode::program::CheckInfo;
+
+    fn program(code: Vec<Op>) -> Program {
+        let debug = vec![None; code.len()];
+        Program {
+            code,
+            debug,
+            checks: vec![CheckInfo {
+                constraint: "any",
+                location: None,
+                summary: String::new(),
+                code_start: 0,
+                code_end: 1,
+            }],
+            ..Program::default()
+        }
+    }
+
+    fn check0() -> CheckIdx {
+        CheckIdx::from_usize(0).unwrap()
+    }
+
+    #[test]
+    fn accepts_a_short_circuit_or() {
+        let code = vec![
+            Op::Push(false),
+            Op::OrElse { target: jump_to(3).unwrap() },
+            Op::Push(true),
+            Op::Require { check: check0() },
+            Op::Accept,
+        ];
+        let verified = verify(program(code)).unwrap();
+        assert_eq!(verified.max_stack(), 1);
+    }
+
+    #[test]
+    fn rejects_backward_and_self_jumps() {
+        let back = vec![
+            Op::Push(true),
+            Op::OrElse { target: jump_to(0).unwrap() },
+            Op::Accept,
+        ];
+        assert!(matches!(
+            verify(program(back)).unwrap_err().reason,
+            VerifyReason::BadJump { target: 0 }
+        ));
+        let self_jump = vec![Op::Push(true), Op::AndThen { target: jump_to(1).unwrap() }, Op::Accept];
+        assert!(matches!(
+            verify(program(self_jump)).unwrap_err().reason,
+            VerifyReason::BadJump { .. }
+        ));
+    }
+
+    #[test]
+    fn rejects_jumps_past_the_end() {
+        let code = vec![Op::Push(true), Op::OrElse { target: jump_to(9).unwrap() }, Op::Accept];
+        assert!(matches!(
+            verify(program(code)).unwrap_err().reason,
+            VerifyReason::BadJump { target: 9 }
+        ));
+    }
+
+    #[test]
+    fn rejects_stack_underflow_and_unbalanced_accept() {
+        assert_eq!(
+            verify(program(vec![Op::Not, Op::Accept])).unwrap_err().reason,
+            VerifyReason::StackUnderflow
+        );
+        assert_eq!(
+            verify(program(vec![Op::Push(true), Op::Accept])).unwrap_err().reason,
+            VerifyReason::AcceptWithStack(1)
+        );
+    }
+
+    #[test]
+    fn rejects_inconsistent_heights_at_a_join() {
+        // The jump arrives with height 1; the fall-through arrives with height 2.
+        let code = vec![
+            Op::Push(true),
+            Op::OrElse { target: jump_to(4).unwrap() },
+            Op::Push(true),
+            Op::Push(true),
+            Op::Require { check: check0() },
+            Op::Accept,
+        ];
+        assert!(matches!(
+            verify(program(code)).unwrap_err().reason,
+            VerifyReason::InconsistentStack { .. }
+        ));
+    }
+
+    #[test]
+    fn rejects_operands_out_of_range() {
+        let code = vec![
+            Op::Window { window: crate::bytecode::index::WindowIdx::from_usize(0).unwrap() },
+            Op::Require { check: check0() },
+            Op::Accept,
+        ];
+        assert!(matches!(
+            verify(program(code)).unwrap_err().reason,
+            VerifyReason::OperandOutOfRange { table: "windows", index: 0 }
+        ));
+        let bad_check = vec![
+            Op::Push(true),
+            Op::Require { check: CheckIdx::from_usize(5).unwrap() },
+            Op::Accept,
+        ];
+        assert!(matches!(
+            verify(program(bad_check)).unwrap_err().reason,
+            VerifyReason::OperandOutOfRange { table: "checks", index: 5 }
+        ));
+    }
+
+    #[test]
+    fn rejects_falling_off_the_end_and_empty_programs() {
+        assert_eq!(
+            verify(program(vec![Op::Push(true), Op::Require { check: check0() }]))
+                .unwrap_err()
+                .reason,
+            VerifyReason::FallsOffEnd
+        );
+        let mut empty = program(vec![]);
+        empty.checks.clear();
+        assert_eq!(verify(empty).unwrap_err().reason, VerifyReason::Empty);
+    }
+}

@@ -1,0 +1,94 @@
+//! `capgate check`: decide one request, statelessly.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
+
+use super::output::{decision_text, exit_code};
+use super::{EXIT_INPUT, Format, load_policies};
+
+/// Arguments of `capgate check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Policy files (.cap, .json) or directories.
+    #[arg(short = 'p', long = "policy", required = true, num_args = 1..)]
+    policies: Vec<PathBuf>,
+    /// The request as JSON; `-` or absent reads standard input.
+    #[arg(short = 'r', long = "request")]
+    request: Option<String>,
+    /// The engine clock (RFC 3339); otherwise the request's `time`, otherwise the system clock.
+    #[arg(long)]
+    now: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// Runs `capgate check`.
+pub fn run(args: CheckArgs) -> u8 {
+    let limits = Limits::DEFAULT;
+    let policy = match load_policies(&args.policies, limits) {
+        Ok(policy) => policy,
+        Err(code) => return code,
+    };
+    let bytes = match args.request.as_deref() {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
+                eprintln!("error: cannot read the request from standard input: {e}");
+                return EXIT_INPUT;
+            }
+            bytes
+        }
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                eprintln!("error: cannot read request `{path}`: {e}");
+                return EXIT_INPUT;
+            }
+        },
+    };
+    let request = match Request::from_slice(&bytes, &limits) {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    let now = match args.now.as_deref().or(request.time.as_deref()) {
+        Some(text) => match parse_timestamp(text) {
+            Some(now) => Some(now),
+            None => {
+                eprintln!("error: `{text}` is not an RFC 3339 timestamp");
+                return EXIT_INPUT;
+            }
+        },
+        None => None,
+    };
+    let mut builder = Engine::builder(policy).limits(limits);
+    if let Some(now) = now {
+        builder = builder.clock(Arc::new(SimulatedClock::new(now)));
+    }
+    let engine = builder.build();
+    let mut request = request;
+    if args.now.is_some() {
+        // `--now` wins over the request's own `time`.
+        request.time = None;
+    }
+    let decision = engine.check(&request);
+    match args.format {
+        Format::Text => print!("{}", decision_text(&decision)),
+        Format::Json => match serde_json::to_string(&decision) {
+            Ok(json) => println!("{json}"),
+            Err(e) => {
+                eprintln!("error: cannot print the decision: {e}");
+                return EXIT_INPUT;
+            }
+        },
+    }
+    exit_code(&decision)
+}

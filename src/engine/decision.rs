@@ -1,0 +1,206 @@
+//! Decisions and reasons, as they go on the wire (SPEC §4).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The three outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The call may proceed.
+    Allow,
+    /// The call is refused.
+    Deny,
+    /// A human must approve the call first.
+    ApprovalRequired,
+}
+
+impl Verdict {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Deny => "deny",
+            Verdict::ApprovalRequired => "approval_required",
+        }
+    }
+
+    /// The CLI exit code for this verdict (SPEC §8).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Allow => 0,
+            Verdict::Deny => 1,
+            Verdict::ApprovalRequired => 3,
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a reason is about: a constraint name of SPEC §2.4 or one of the engine's own checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReasonKind {
+    /// `fieldEquals`
+    FieldEquals,
+    /// `fieldMatches`
+    FieldMatches,
+    /// `fieldRange`
+    FieldRange,
+    /// `payloadSchema`
+    PayloadSchema,
+    /// `actorBinding`
+    ActorBinding,
+    /// `rateLimit`
+    RateLimit,
+    /// `wallClockWindow`
+    WallClockWindow,
+    /// `any`
+    Any,
+    /// `all`
+    All,
+    /// `not`
+    Not,
+    /// No capability covers the resource, or the resource is malformed or suspicious.
+    Resource,
+    /// A capability covers the resource but not the operation.
+    Operation,
+    /// The skill is not loaded.
+    UnknownSkill,
+    /// The request's `skill_hash` differs from the loaded manifest.
+    Revision,
+    /// The grant is missing, unknown, for another capability, or revoked.
+    Grant,
+    /// The grant's lifetime is over (uses exhausted, expired, transaction not open).
+    Lifetime,
+    /// The agent's autonomy score is below the capability's risk.
+    Risk,
+    /// The capability is elevated and the skill has no recorded approval.
+    Sensitivity,
+    /// The request is malformed or breaks a limit.
+    Input,
+}
+
+impl ReasonKind {
+    /// The wire name (`fieldMatches`, `unknownSkill`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonKind::FieldEquals => "fieldEquals",
+            ReasonKind::FieldMatches => "fieldMatches",
+            ReasonKind::FieldRange => "fieldRange",
+            ReasonKind::PayloadSchema => "payloadSchema",
+            ReasonKind::ActorBinding => "actorBinding",
+            ReasonKind::RateLimit => "rateLimit",
+            ReasonKind::WallClockWindow => "wallClockWindow",
+            ReasonKind::Any => "any",
+            ReasonKind::All => "all",
+            ReasonKind::Not => "not",
+            ReasonKind::Resource => "resource",
+            ReasonKind::Operation => "operation",
+            ReasonKind::UnknownSkill => "unknownSkill",
+            ReasonKind::Revision => "revision",
+            ReasonKind::Grant => "grant",
+            ReasonKind::Lifetime => "lifetime",
+            ReasonKind::Risk => "risk",
+            ReasonKind::Sensitivity => "sensitivity",
+            ReasonKind::Input => "input",
+        }
+    }
+
+    /// The kind for a constraint name used in compiled programs.
+    pub fn from_constraint(name: &str) -> ReasonKind {
+        match name {
+            "fieldEquals" => ReasonKind::FieldEquals,
+            "fieldMatches" => ReasonKind::FieldMatches,
+            "fieldRange" => ReasonKind::FieldRange,
+            "payloadSchema" => ReasonKind::PayloadSchema,
+            "actorBinding" => ReasonKind::ActorBinding,
+            "rateLimit" => ReasonKind::RateLimit,
+            "wallClockWindow" => ReasonKind::WallClockWindow,
+            "any" => ReasonKind::Any,
+            "all" => ReasonKind::All,
+            "not" => ReasonKind::Not,
+            // Compiled programs only carry the names above; anything else is a bug, reported
+            // as an input problem rather than dropped.
+            _ => ReasonKind::Input,
+        }
+    }
+}
+
+impl fmt::Display for ReasonKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a capability did not decide, or why the request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// The capability this reason is about (`null` for request-level reasons).
+    pub capability: Option<Arc<str>>,
+    /// What failed.
+    pub constraint: ReasonKind,
+    /// The concrete path of the offending value, when there is one.
+    pub path: Option<String>,
+    /// One line for people; quoted values are cut to 64 characters.
+    pub message: String,
+    /// `file:line:column` of the constraint in the policy, when there is one.
+    pub source: Option<String>,
+}
+
+impl Reason {
+    /// A request-level reason (no capability, path or source).
+    pub fn request(constraint: ReasonKind, message: impl Into<String>) -> Self {
+        Reason {
+            capability: None,
+            constraint,
+            path: None,
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
+/// The engine's answer for one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// What the caller must do. In observe mode this is always `allow`.
+    pub decision: Verdict,
+    /// The skill the request named.
+    pub skill: Arc<str>,
+    /// On allow (and approval_required), the capability that decided.
+    pub capability: Option<Arc<str>>,
+    /// On allow, the grant consumed, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Arc<str>>,
+    /// In observe mode, the decision that would have been enforced when it was not `allow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Verdict>,
+    /// Why: every failing check on deny; the gating reason on approval_required; empty on allow.
+    pub reasons: Vec<Reason>,
+}
+
+impl Decision {
+    /// A deny with the given reasons.
+    pub fn deny(skill: Arc<str>, reasons: Vec<Reason>) -> Self {
+        Decision {
+            decision: Verdict::Deny,
+            skill,
+            capability: None,
+            grant: None,
+            observed: None,
+            reasons,
+        }
+    }
+
+    /// The decision that was (or, in observe mode, would have been) enforced.
+    pub fn effective(&self) -> Verdict {
+        self.observed.unwrap_or(self.decision)
+    }
+}

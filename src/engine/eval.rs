@@ -1,0 +1,765 @@
+//! One decision, step by step (SPEC §5.1).
+//!
+//! 1. Unknown skill → deny `unknownSkill`; a `skill_hash` that differs → deny `revision`.
+//! 2. A malformed or suspicious resource → deny `resource`.
+//! 3. Candidates: capabilities whose template matches and whose operations contain the
+//!    request's, in declaration order; none → deny `resource` or `operation`.
+//! 4. Per candidate: revocation and lifetime/grant (stateful only), the constraint program, the
+//!    rate limits (stateful only). The first candidate for which everything holds decides.
+//! 5. Gating on that candidate: autonomy below its risk → `approval_required` (`risk`);
+//!    `elevated` without a recorded approval → `approval_required` (`sensitivity`).
+//! 6. Allow consumes, atomically, one slot per rate limit and one use of the grant; if the
+//!    commit is refused (another thread took the last slot), the candidate fails and the next
+//!    one is tried.
+//! 7. No candidate → deny with the first failing check of every candidate.
+//!
+//! Reasons are built only on the deny path: the program runs once fast; only when it fails is it
+//! traced to find the offending value.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::decision::{Decision, Reason, ReasonKind, Verdict};
+use super::request::Request;
+use super::Engine;
+use crate::bytecode::index::{CheckIdx, lookup};
+use crate::bytecode::program::{
+    CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
+};
+use crate::runtime::{
+    Authority, Commit, CommitRefusal, GrantRefusal, GrantStatus, GrantUse, RateCharge, RateSpec,
+    StateStore,
+};
+use crate::vm::path::with_single;
+use crate::vm::resource::{Bindings, RequestResource};
+use crate::vm::{Input, Outcome, TestReport, Tracer, VmError};
+
+/// The trace of one candidate, for `:explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateTrace {
+    /// The capability.
+    pub capability: Arc<str>,
+    /// Each top-level constraint: its summary, whether it held, and its tests.
+    pub checks: Vec<(String, bool, Vec<TestReport>)>,
+}
+
+thread_local! {
+    /// Scratch space for rate-limit keys, reused so an allow does not allocate.
+    static KEYS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Collects the test reports of the failing top-level constraint.
+#[derive(Default)]
+struct FirstFailure {
+    current: Vec<TestReport>,
+    failed: Option<(CheckIdx, Vec<TestReport>)>,
+}
+
+impl Tracer for FirstFailure {
+    fn test(&mut self, report: TestReport) {
+        self.current.push(report);
+    }
+
+    fn require(&mut self, check: CheckIdx, holds: bool) {
+        let reports = std::mem::take(&mut self.current);
+        if !holds && self.failed.is_none() {
+            self.failed = Some((check, reports));
+        }
+    }
+}
+
+/// Collects every constraint's reports.
+#[derive(Default)]
+struct Everything {
+    current: Vec<TestReport>,
+    checks: Vec<(CheckIdx, bool, Vec<TestReport>)>,
+}
+
+impl Tracer for Everything {
+    fn test(&mut self, report: TestReport) {
+        self.current.push(report);
+    }
+
+    fn require(&mut self, check: CheckIdx, holds: bool) {
+        let reports = std::mem::take(&mut self.current);
+        self.checks.push((check, holds, reports));
+    }
+}
+
+enum Step {
+    /// The candidate decides: allow or approval_required.
+    Decides(Decision),
+    /// The candidate fails with this reason; try the next.
+    Fails(Reason),
+    /// The whole request is refused (a limit or an internal error).
+    Abort(Reason),
+}
+
+impl Engine {
+    fn now_for(&self, request: &Request) -> Result<DateTime<Utc>, Reason> {
+        match (&request.time, self.clock.is_simulated()) {
+            (Some(time), true) => crate::vm::parse_timestamp(time).ok_or_else(|| {
+                Reason::request(
+                    ReasonKind::Input,
+                    format!("`time` {} is not an RFC 3339 timestamp", quote(time)),
+                )
+            }),
+            // A live engine never trusts a request's clock.
+            _ => Ok(self.clock.now()),
+        }
+    }
+
+    pub(super) fn decide(&self, request: &Request) -> Decision {
+        let policy = self.policy();
+        let Some(skill) = policy.skill(&request.skill) else {
+            return self.finish(Decision::deny(
+                Arc::from(request.skill.as_str()),
+                vec![Reason::request(
+                    ReasonKind::UnknownSkill,
+                    format!("no skill {} is loaded", quote(&request.skill)),
+                )],
+            ));
+        };
+        let deny = |reasons| self.finish(Decision::deny(skill.name.clone(), reasons));
+        if let Some(reason) = validate(request) {
+            return deny(vec![reason]);
+        }
+        let now = match self.now_for(request) {
+            Ok(now) => now,
+            Err(reason) => return deny(vec![reason]),
+        };
+        if let Some(expected) = &request.skill_hash {
+            if skill.hash.as_deref() != Some(expected.as_str()) {
+                let loaded = skill.hash.as_deref().map_or("no hash".to_owned(), quote);
+                return deny(vec![Reason::request(
+                    ReasonKind::Revision,
+                    format!("request names skill hash {} but the loaded manifest has {loaded}", quote(expected)),
+                )]);
+            }
+        }
+        let resource = match RequestResource::parse(&request.resource) {
+            Ok(resource) => resource,
+            Err(rejection) => {
+                return deny(vec![Reason::request(
+                    ReasonKind::Resource,
+                    format!("resource {} is refused: {rejection}", quote(&request.resource)),
+                )]);
+            }
+        };
+        let mut reasons = Vec::new();
+        let mut resource_matched = false;
+        let mut operation_matched = false;
+        let mut bindings = Bindings::new();
+        for capability in &skill.capabilities {
+            if capability.resource.kind() != resource.kind()
+                || !capability.resource.matches(&resource, &mut bindings)
+            {
+                continue;
+            }
+            resource_matched = true;
+            if !capability.allows_operation(&request.operation) {
+                continue;
+            }
+            operation_matched = true;
+            let input = Input {
+                payload: &request.payload,
+                agent: &request.agent,
+                context: &request.context,
+                resource: &resource,
+                bindings: &bindings,
+                skill: &request.skill,
+                operation: &request.operation,
+                transaction: request.transaction.as_deref(),
+                now,
+                max_array_scan: self.limits.max_array_scan,
+            };
+            match self.candidate(skill, capability, request, &input, now) {
+                Step::Decides(decision) => return self.finish(decision),
+                Step::Fails(reason) => reasons.push(reason),
+                Step::Abort(reason) => return deny(vec![reason]),
+            }
+        }
+        if !resource_matched {
+            reasons.push(Reason::request(
+                ReasonKind::Resource,
+                format!(
+                    "no capability of skill {} covers resource {}",
+                    quote(&skill.name),
+                    quote(&request.resource)
+                ),
+            ));
+        } else if !operation_matched {
+            reasons.push(Reason::request(
+                ReasonKind::Operation,
+                format!(
+                    "no capability of skill {} allows operation {} on resource {}",
+                    quote(&skill.name),
+                    quote(&request.operation),
+                    quote(&request.resource)
+                ),
+            ));
+        }
+        deny(reasons)
+    }
+
+    fn candidate(
+        &self,
+        skill: &CompiledSkill,
+        capability: &CompiledCapability,
+        request: &Request,
+        input: &Input<'_>,
+        now: DateTime<Utc>,
+    ) -> Step {
+        let fail = |constraint: ReasonKind, message: String| {
+            Step::Fails(reason_for(capability, constraint, message))
+        };
+        // Lifetime and grant (stateful engines only).
+        let mut renew = None;
+        let mut grant_token: Option<&str> = None;
+        if let Some(store) = &self.state {
+            if store.is_revoked(&skill.name, &capability.name) {
+                return fail(ReasonKind::Grant, format!("capability {} is revoked", quote(&capability.name)));
+            }
+            match capability.lifetime {
+                LifetimeSpec::Process => {}
+                LifetimeSpec::Transaction => match input.transaction {
+                    None => {
+                        return fail(
+                            ReasonKind::Lifetime,
+                            "the capability lives for a transaction and the request names none".to_owned(),
+                        );
+                    }
+                    Some(tx) if !store.is_transaction_open(tx) => {
+                        return fail(ReasonKind::Lifetime, format!("transaction {} is not open", quote(tx)));
+                    }
+                    Some(_) => {}
+                },
+                LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. } => {
+                    let Some(token) = request.grant.as_deref() else {
+                        return fail(
+                            ReasonKind::Grant,
+                            format!("capability {} needs a grant and the request carries none", quote(&capability.name)),
+                        );
+                    };
+                    let revision = match store.grant_status(token, &skill.name, &capability.name, input.transaction, now) {
+                        GrantStatus::Valid { revision } => revision,
+                        GrantStatus::ExpiredRenewable { revision } => {
+                            if let LifetimeSpec::WallClock { duration, .. } = capability.lifetime {
+                                renew = Some(duration);
+                            }
+                            revision
+                        }
+                        GrantStatus::Refused(refusal) => {
+                            let (kind, message) = grant_refusal(refusal, token);
+                            return fail(kind, message);
+                        }
+                    };
+                    if revision != skill.revision {
+                        // INVARIANT (pinned-grant): a grant issued under an older revision is
+                        // honoured only where the old capability also allows.
+                        match self
+                            .skill_at_revision(&skill.name, revision)
+                            .as_deref()
+                            .and_then(|old| old.capability(&capability.name).cloned())
+                        {
+                            Some(old) => {
+                                if let Step::Fails(mut reason) | Step::Abort(mut reason) = self.program_step(&old, input) {
+                                    reason.message = format!("under the revision the grant was issued for: {}", reason.message);
+                                    return Step::Fails(reason);
+                                }
+                            }
+                            None => {
+                                return fail(
+                                    ReasonKind::Grant,
+                                    format!("grant {} was issued under a revision that did not have this capability", quote(token)),
+                                );
+                            }
+                        }
+                    }
+                    grant_token = Some(token);
+                }
+            }
+        }
+        if let failed @ (Step::Fails(_) | Step::Abort(_)) = self.program_step(capability, input) {
+            return failed;
+        }
+        let Some(store) = self.state.as_deref() else {
+            // Stateless: no rate limits, no grants; gating decides.
+            return Step::Decides(
+                self.gate(skill, capability, request)
+                    .unwrap_or_else(|| allow(skill, capability, None)),
+            );
+        };
+        KEYS.with_borrow_mut(|keys| {
+            self.rate_and_commit(store, keys, skill, capability, request, input, grant_token, renew, now)
+        })
+    }
+
+    /// Rate limits (read-only check), gating, then the atomic commit.
+    #[expect(clippy::too_many_arguments, reason = "the parts of one decision, passed once")]
+    fn rate_and_commit(
+        &self,
+        store: &dyn StateStore,
+        keys: &mut Vec<u8>,
+        skill: &CompiledSkill,
+        capability: &CompiledCapability,
+        request: &Request,
+        input: &Input<'_>,
+        grant_token: Option<&str>,
+        renew: Option<std::time::Duration>,
+        now: DateTime<Utc>,
+    ) -> Step {
+        // Keys are built into one reused buffer; `ends[i]` is where key i stops.
+        keys.clear();
+        let mut ends = [0usize; MAX_RATE_LIMITS];
+        for (index, limit) in capability.rate_limits.iter().enumerate() {
+            if let Err(reason) = rate_key(keys, skill, capability, index, limit, input) {
+                return Step::Fails(reason);
+            }
+            match ends.get_mut(index) {
+                Some(end) => *end = keys.len(),
+                None => return Step::Abort(Reason::request(ReasonKind::Input, "internal error: too many rate limits")),
+            }
+        }
+        let key = |index: usize| {
+            let start = index.checked_sub(1).and_then(|i| ends.get(i)).copied().unwrap_or(0);
+            let end = ends.get(index).copied().unwrap_or(0);
+            keys.get(start..end).unwrap_or(&[])
+        };
+        for (index, limit) in capability.rate_limits.iter().enumerate() {
+            if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
+                return rate_reason(capability, limit);
+            }
+        }
+        if let Some(decision) = self.gate(skill, capability, request) {
+            return Step::Decides(decision);
+        }
+        let placeholder = RateCharge {
+            key: &[],
+            spec: RateSpec::Window {
+                count: 1,
+                per: std::time::Duration::from_secs(1),
+            },
+        };
+        let mut charges = [placeholder; MAX_RATE_LIMITS];
+        for ((index, limit), slot) in capability.rate_limits.iter().enumerate().zip(charges.iter_mut()) {
+            *slot = RateCharge {
+                key: key(index),
+                spec: rate_spec(limit),
+            };
+        }
+        let authority = match (capability.lifetime, grant_token) {
+            (LifetimeSpec::Transaction, _) => match input.transaction {
+                Some(tx) => Authority::Transaction(tx),
+                None => {
+                    return Step::Fails(reason_for(
+                        capability,
+                        ReasonKind::Lifetime,
+                        "the capability lives for a transaction and the request names none".to_owned(),
+                    ));
+                }
+            },
+            (LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. }, Some(token)) => {
+                Authority::Grant(GrantUse {
+                    token,
+                    transaction: input.transaction,
+                    renew,
+                })
+            }
+            (LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. }, None) => {
+                return Step::Fails(reason_for(
+                    capability,
+                    ReasonKind::Grant,
+                    "the request carries no grant".to_owned(),
+                ));
+            }
+            (LifetimeSpec::Process, _) => Authority::Process,
+        };
+        let commit = Commit {
+            skill: &skill.name,
+            capability: &capability.name,
+            authority,
+            rates: charges.get(..capability.rate_limits.len()).unwrap_or(&[]),
+        };
+        match store.commit(&commit, now) {
+            Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
+            Err(refusal) => {
+                let (kind, message) = match refusal {
+                    CommitRefusal::Revoked => {
+                        (ReasonKind::Grant, format!("capability {} is revoked", quote(&capability.name)))
+                    }
+                    CommitRefusal::TransactionNotOpen => (
+                        ReasonKind::Lifetime,
+                        format!("transaction {} is not open", quote(input.transaction.unwrap_or(""))),
+                    ),
+                    CommitRefusal::Grant(refusal) => grant_refusal(refusal, grant_token.unwrap_or("")),
+                    CommitRefusal::RateLimited { charge } | CommitRefusal::DuplicateRateKey { charge } => {
+                        if let Some(limit) = capability.rate_limits.get(charge) {
+                            return rate_reason(capability, limit);
+                        }
+                        (ReasonKind::RateLimit, "rate limit reached".to_owned())
+                    }
+                };
+                Step::Fails(reason_for(capability, kind, message))
+            }
+        }
+    }
+
+    /// Runs the constraint program; on failure, traces it to build the reason.
+    fn program_step(&self, capability: &CompiledCapability, input: &Input<'_>) -> Step {
+        match crate::vm::run(&capability.program, input) {
+            Ok(Outcome::Accepted) => Step::Decides(Decision {
+                decision: Verdict::Allow,
+                skill: Arc::from(""),
+                capability: None,
+                grant: None,
+                observed: None,
+                reasons: Vec::new(),
+            }),
+            Ok(Outcome::Failed(check)) => Step::Fails(explain_failure(capability, input, check)),
+            Err(error) => Step::Abort(vm_error_reason(capability, &error)),
+        }
+    }
+
+    fn gate(
+        &self,
+        skill: &CompiledSkill,
+        capability: &CompiledCapability,
+        request: &Request,
+    ) -> Option<Decision> {
+        let autonomy = autonomy(request);
+        let reason = if autonomy < capability.required_autonomy {
+            Some(Reason {
+                capability: Some(capability.name.clone()),
+                constraint: ReasonKind::Risk,
+                path: None,
+                message: format!(
+                    "autonomy {autonomy} is below the {} required by the capability's risk",
+                    capability.required_autonomy
+                ),
+                source: capability.location.as_ref().map(ToString::to_string),
+            })
+        } else if capability.sensitivity == SensitivityLevel::Elevated
+            && !self
+                .state
+                .as_ref()
+                .is_some_and(|store| store.is_approved(&skill.name))
+        {
+            Some(Reason {
+                capability: Some(capability.name.clone()),
+                constraint: ReasonKind::Sensitivity,
+                path: None,
+                message: format!(
+                    "capability {} is elevated and skill {} has no recorded approval",
+                    quote(&capability.name),
+                    quote(&skill.name)
+                ),
+                source: capability.location.as_ref().map(ToString::to_string),
+            })
+        } else {
+            None
+        };
+        reason.map(|reason| Decision {
+            decision: Verdict::ApprovalRequired,
+            skill: skill.name.clone(),
+            capability: Some(capability.name.clone()),
+            grant: None,
+            observed: None,
+            reasons: vec![reason],
+        })
+    }
+
+    /// Traces every candidate's every constraint (for `:explain`). Stateless: lifetimes and
+    /// rate limits are not consulted.
+    pub fn explain(&self, request: &Request) -> Vec<CandidateTrace> {
+        let policy = self.policy();
+        let Some(skill) = policy.skill(&request.skill) else {
+            return Vec::new();
+        };
+        let Ok(resource) = RequestResource::parse(&request.resource) else {
+            return Vec::new();
+        };
+        let now = self.now_for(request).unwrap_or_else(|_| self.clock.now());
+        let mut traces = Vec::new();
+        let mut bindings = Bindings::new();
+        for capability in &skill.capabilities {
+            if capability.resource.kind() != resource.kind()
+                || !capability.resource.matches(&resource, &mut bindings)
+                || !capability.allows_operation(&request.operation)
+            {
+                continue;
+            }
+            let input = Input {
+                payload: &request.payload,
+                agent: &request.agent,
+                context: &request.context,
+                resource: &resource,
+                bindings: &bindings,
+                skill: &request.skill,
+                operation: &request.operation,
+                transaction: request.transaction.as_deref(),
+                now,
+                max_array_scan: self.limits.max_array_scan,
+            };
+            let mut tracer = Everything::default();
+            let _ = crate::vm::trace(&capability.program, &input, &mut tracer, true);
+            let checks = tracer
+                .checks
+                .into_iter()
+                .map(|(check, holds, reports)| {
+                    let summary = lookup(&capability.program.checks, check)
+                        .map_or_else(String::new, |c| c.summary.clone());
+                    (summary, holds, reports)
+                })
+                .collect();
+            traces.push(CandidateTrace {
+                capability: capability.name.clone(),
+                checks,
+            });
+        }
+        traces
+    }
+}
+
+/// Most rate limits one capability may declare (the compiler enforces it).
+pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
+
+fn allow(skill: &CompiledSkill, capability: &CompiledCapability, grant: Option<&str>) -> Decision {
+    Decision {
+        decision: Verdict::Allow,
+        skill: skill.name.clone(),
+        capability: Some(capability.name.clone()),
+        grant: grant.map(Arc::from),
+        observed: None,
+        reasons: Vec::new(),
+    }
+}
+
+fn reason_for(capability: &CompiledCapability, constraint: ReasonKind, message: String) -> Reason {
+    Reason {
+        capability: Some(capability.name.clone()),
+        constraint,
+        path: None,
+        message,
+        source: capability.location.as_ref().map(ToString::to_string),
+    }
+}
+
+fn quote(text: &str) -> String {
+    format!("`{}`", crate::value::truncate_str(text, 64))
+}
+
+/// Request-level validation that does not depend on the policy.
+fn validate(request: &Request) -> Option<Reason> {
+    for (name, value) in [("agent", &request.agent), ("context", &request.context)] {
+        if !matches!(value, Value::Null | Value::Object(_)) {
+            return Some(Reason::request(
+                ReasonKind::Input,
+                format!("`{name}` must be an object, found {}", crate::value::type_name(value)),
+            ));
+        }
+    }
+    if let Some(autonomy) = &request.autonomy {
+        let valid = autonomy.as_u64().is_some_and(|n| n <= 100)
+            || autonomy
+                .as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && (0.0..=100.0).contains(&f));
+        if !valid {
+            return Some(Reason::request(
+                ReasonKind::Input,
+                format!(
+                    "`autonomy` must be an integer in 0..=100, found {}",
+                    crate::value::truncate_for_message(autonomy, 64)
+                ),
+            ));
+        }
+    }
+    None
+}
+
+fn autonomy(request: &Request) -> u8 {
+    request
+        .autonomy
+        .as_ref()
+        .and_then(|a| {
+            a.as_u64()
+                .or_else(|| a.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f.min(100.0) as u64))
+        })
+        .and_then(|n| u8::try_from(n).ok())
+        .unwrap_or(0)
+}
+
+fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
+    let token = quote(token);
+    match refusal {
+        GrantRefusal::UnknownToken => (ReasonKind::Grant, format!("no grant {token} was issued")),
+        GrantRefusal::OtherCapability => (
+            ReasonKind::Grant,
+            format!("grant {token} was issued for another skill or capability"),
+        ),
+        GrantRefusal::Revoked => (ReasonKind::Grant, format!("grant {token} is revoked")),
+        GrantRefusal::TransactionMismatch => (
+            ReasonKind::Grant,
+            format!("grant {token} is bound to a transaction the request does not name"),
+        ),
+        GrantRefusal::TransactionEnded => (
+            ReasonKind::Lifetime,
+            format!("the transaction of grant {token} has ended"),
+        ),
+        GrantRefusal::UsesExhausted => (
+            ReasonKind::Lifetime,
+            format!("grant {token} has no uses left"),
+        ),
+        GrantRefusal::Expired => (ReasonKind::Lifetime, format!("grant {token} has expired")),
+    }
+}
+
+fn rate_spec(limit: &RateLimitSpec) -> RateSpec {
+    match limit.burst {
+        Some(burst) => RateSpec::Bucket {
+            count: limit.count,
+            per: limit.per,
+            burst,
+        },
+        None => RateSpec::Window {
+            count: limit.count,
+            per: limit.per,
+        },
+    }
+}
+
+fn rate_reason(capability: &CompiledCapability, limit: &RateLimitSpec) -> Step {
+    Step::Fails(Reason {
+        capability: Some(capability.name.clone()),
+        constraint: ReasonKind::RateLimit,
+        path: None,
+        message: format!("rate limit of {} reached", limit.summary),
+        source: limit.location.as_ref().map(ToString::to_string),
+    })
+}
+
+/// Appends the rate-limit key: length-prefixed skill, capability, index and `by` values.
+fn rate_key(
+    out: &mut Vec<u8>,
+    skill: &CompiledSkill,
+    capability: &CompiledCapability,
+    index: usize,
+    limit: &RateLimitSpec,
+    input: &Input<'_>,
+) -> Result<(), Reason> {
+    fn part(out: &mut Vec<u8>, bytes: &[u8]) {
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(bytes);
+    }
+    part(out, skill.name.as_bytes());
+    part(out, capability.name.as_bytes());
+    part(out, &u32::try_from(index).unwrap_or(u32::MAX).to_le_bytes());
+    for by in &limit.by {
+        let Some(path) = lookup(&capability.program.paths, *by) else {
+            return Err(Reason::request(ReasonKind::Input, "internal error: rate-limit path out of range"));
+        };
+        let ok = with_single(input, path, |leaf| match leaf {
+            Ok(leaf) => {
+                let start = out.len();
+                out.extend_from_slice(&[0; 4]);
+                let written = match leaf {
+                    crate::vm::path::Leaf::Json(value) => serde_json::to_writer(&mut *out, value).is_ok(),
+                    crate::vm::path::Leaf::Str(s) => serde_json::to_writer(&mut *out, s).is_ok(),
+                };
+                let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
+                if let Some(prefix) = out.get_mut(start..start + 4) {
+                    prefix.copy_from_slice(&len.to_le_bytes());
+                }
+                written
+            }
+            Err(_) => false,
+        });
+        if !ok {
+            return Err(Reason {
+                capability: Some(capability.name.clone()),
+                constraint: ReasonKind::RateLimit,
+                path: Some(path.text.clone()),
+                message: format!("the rate-limit key `{}` is absent", path.text),
+                source: limit.location.as_ref().map(ToString::to_string),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
+    Reason {
+        capability: Some(capability.name.clone()),
+        constraint: ReasonKind::Input,
+        path: match error {
+            VmError::ArrayTooLong { path, .. } => Some(path.clone()),
+            VmError::Internal(_) => None,
+        },
+        message: error.to_string(),
+        source: None,
+    }
+}
+
+/// Builds the reason for a failed top-level constraint by tracing the program.
+fn explain_failure(capability: &CompiledCapability, input: &Input<'_>, check: CheckIdx) -> Reason {
+    let info = lookup(&capability.program.checks, check);
+    let constraint = info.map_or(ReasonKind::Input, |c| ReasonKind::from_constraint(c.constraint));
+    let source = info.and_then(|c| c.location.as_ref()).map(ToString::to_string);
+    let mut tracer = FirstFailure::default();
+    let traced = crate::vm::trace(&capability.program, input, &mut tracer, false);
+    let reports = match (traced, tracer.failed) {
+        (Ok(Outcome::Failed(traced_check)), Some((failed, reports)))
+            if traced_check == check && failed == check =>
+        {
+            reports
+        }
+        _ => {
+            // INVARIANT (trace-agrees): the traced run takes the same path as the fast run.
+            return Reason {
+                capability: Some(capability.name.clone()),
+                constraint,
+                path: None,
+                message: "internal error: the trace disagrees with the decision".to_owned(),
+                source,
+            };
+        }
+    };
+    let failing: Vec<&TestReport> = reports.iter().filter(|r| !r.holds).collect();
+    let (path, message) = match constraint {
+        ReasonKind::Not => {
+            let held: Vec<&str> = reports.iter().filter(|r| r.holds).map(|r| r.message.as_str()).collect();
+            (
+                reports.iter().find(|r| r.holds).and_then(|r| r.path.clone()),
+                format!("the negated constraint holds: {}", held.join("; ")),
+            )
+        }
+        ReasonKind::Any => {
+            let messages: Vec<String> = failing
+                .iter()
+                .map(|r| match &r.path {
+                    Some(p) => format!("{p}: {}", r.message),
+                    None => r.message.clone(),
+                })
+                .collect();
+            (
+                failing.first().and_then(|r| r.path.clone()),
+                format!("no alternative holds: {}", messages.join("; ")),
+            )
+        }
+        _ => match failing.last() {
+            Some(report) => (report.path.clone(), report.message.clone()),
+            None => (None, "the constraint does not hold".to_owned()),
+        },
+    };
+    Reason {
+        capability: Some(capability.name.clone()),
+        constraint,
+        path,
+        message,
+        source,
+    }
+}

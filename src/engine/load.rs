@@ -1,0 +1,299 @@
+//! Loading policies: files and directories → parsed, schema files resolved → compiled skills.
+//!
+//! A policy set is loaded whole or not at all: every error of every file is collected into one
+//! [`LoadError`], each with `file:line:column` and a help line.
+
+use std::path::{Path, PathBuf};
+
+use crate::bytecode::program::CompiledSkill;
+use crate::limits::Limits;
+use crate::span::{FileId, Location, SourceMap, Span};
+use crate::syntax::ast::{Constraint, ConstraintKind, PolicyFile, SchemaSource, Spanned};
+
+/// One problem found while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Where.
+    pub location: Location,
+    /// The span, for snippets.
+    pub span: Span,
+    /// One line, lowercase.
+    pub message: String,
+    /// What to do about it.
+    pub help: Option<String>,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: error: {}", self.location, self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A policy set that could not be loaded, with every problem found.
+#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic)]
+#[error("{}", render(.diagnostics))]
+pub struct LoadError {
+    /// Every problem, in file order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The files read, for rendering snippets.
+    pub sources: SourceMap,
+}
+
+fn render(diagnostics: &[Diagnostic]) -> String {
+    let lines: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
+/// A parsed and compiled policy set.
+#[derive(Debug, Clone)]
+pub struct LoadedPolicy {
+    /// The compiled skills.
+    pub skills: Vec<CompiledSkill>,
+    /// The files they came from.
+    pub sources: SourceMap,
+}
+
+/// The two policy languages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyFormat {
+    /// `.cap`
+    Cap,
+    /// A JSON manifest.
+    Json,
+}
+
+/// Collects policy files from paths and builds a policy set.
+#[derive(Debug, Default)]
+pub struct PolicyLoader {
+    sources: SourceMap,
+    files: Vec<(PolicyFile, Option<PathBuf>)>,
+    diagnostics: Vec<Diagnostic>,
+    limits: Limits,
+}
+
+impl PolicyLoader {
+    /// A loader with the given limits.
+    pub fn new(limits: Limits) -> Self {
+        PolicyLoader {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    fn diagnostic(&mut self, span: Span, message: String, help: Option<String>) {
+        self.diagnostics.push(Diagnostic {
+            location: self.sources.location(span),
+            span,
+            message,
+            help,
+        });
+    }
+
+    fn file_error(&mut self, name: &str, message: String) {
+        let id = self.sources.add(name, "");
+        self.diagnostic(Span::new(id, 0, 0), message, None);
+    }
+
+    /// Adds a file or, for a directory, every `.cap` file and every `.json` manifest within
+    /// (recursively, in name order). Inside directories a `.json` file is a manifest only when
+    /// its top level is an object with a `skill` member; other JSON files (schemas, data) are
+    /// skipped. Named files are always loaded.
+    pub fn add_path(&mut self, path: &Path) {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            collect(path, &mut found);
+            found.sort();
+            for file in found {
+                let is_json = file.extension().is_some_and(|e| e == "json");
+                if is_json && !looks_like_manifest(&file) {
+                    continue;
+                }
+                self.add_file(&file);
+            }
+        } else {
+            self.add_file(path);
+        }
+    }
+
+    fn add_file(&mut self, path: &Path) {
+        let name = path.display().to_string();
+        let format = match path.extension().and_then(|e| e.to_str()) {
+            Some("cap") => PolicyFormat::Cap,
+            Some("json") => PolicyFormat::Json,
+            _ => {
+                self.file_error(&name, format!("`{name}` is neither a `.cap` file nor a `.json` manifest"));
+                return;
+            }
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.len() > self.limits.max_policy_file_bytes as u64 => {
+                let message = format!(
+                    "policy file is {} bytes, more than the limit of {}",
+                    meta.len(),
+                    self.limits.max_policy_file_bytes
+                );
+                self.file_error(&name, message);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.file_error(&name, format!("cannot read `{name}`: {e}"));
+                return;
+            }
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => self.add_text(&name, text, format, Some(path.to_path_buf())),
+                Err(e) => self.file_error(
+                    &name,
+                    format!("`{name}` is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+                ),
+            },
+            Err(e) => self.file_error(&name, format!("cannot read `{name}`: {e}")),
+        }
+    }
+
+    /// Adds policy text under a name; `path` (if any) is where relative schema files resolve.
+    pub fn add_text(&mut self, name: &str, text: String, format: PolicyFormat, path: Option<PathBuf>) {
+        if text.len() > self.limits.max_policy_file_bytes {
+            self.file_error(
+                name,
+                format!(
+                    "policy file is {} bytes, more than the limit of {}",
+                    text.len(),
+                    self.limits.max_policy_file_bytes
+                ),
+            );
+            return;
+        }
+        let id: FileId = self.sources.add(name, text.as_str());
+        let parsed = match format {
+            PolicyFormat::Cap => crate::syntax::parse(id, &text).map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(|e| (e.span, e.message, e.help))
+                    .collect::<Vec<_>>()
+            }),
+            PolicyFormat::Json => crate::manifest::parse_manifest(id, &text).map_err(|errors| {
+                errors
+                    .into_iter()
+                    .map(|e| (e.span, e.message, e.help))
+                    .collect::<Vec<_>>()
+            }),
+        };
+        match parsed {
+            Ok(mut file) => {
+                let base = path.as_ref().and_then(|p| p.parent().map(Path::to_path_buf));
+                for skill in &mut file.skills {
+                    for capability in &mut skill.capabilities {
+                        for constraint in &mut capability.constraints {
+                            self.resolve_schema_files(constraint, base.as_deref());
+                        }
+                    }
+                }
+                self.files.push((file, path));
+            }
+            Err(errors) => {
+                for (span, message, help) in errors {
+                    self.diagnostic(span, message, help);
+                }
+            }
+        }
+    }
+
+    fn resolve_schema_files(&mut self, constraint: &mut Constraint, base: Option<&Path>) {
+        match &mut constraint.kind {
+            ConstraintKind::PayloadSchema(source) => {
+                let SchemaSource::File(file) = source else {
+                    return;
+                };
+                let span = file.span;
+                let path = match base {
+                    Some(base) => base.join(&file.node),
+                    None => PathBuf::from(&file.node),
+                };
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        let message = format!("cannot read schema file `{}`: {e}", path.display());
+                        self.diagnostic(span, message, Some("the path is relative to the policy file".to_owned()));
+                        return;
+                    }
+                };
+                match crate::engine::request::parse_strict_json(&text) {
+                    Ok(value) => *source = SchemaSource::Inline(Spanned::new(value, span)),
+                    Err(e) => {
+                        let message = format!("schema file `{}` is not valid JSON: {e}", path.display());
+                        self.diagnostic(span, message, None);
+                    }
+                }
+            }
+            ConstraintKind::Any(items) | ConstraintKind::All(items) => {
+                for item in items {
+                    self.resolve_schema_files(item, base);
+                }
+            }
+            ConstraintKind::Not(inner) => self.resolve_schema_files(inner, base),
+            _ => {}
+        }
+    }
+
+    /// Compiles everything added; fails with every problem found.
+    pub fn finish(mut self) -> Result<LoadedPolicy, LoadError> {
+        let files: Vec<PolicyFile> = self.files.iter().map(|(f, _)| f.clone()).collect();
+        if self.diagnostics.is_empty() && files.iter().all(|f| f.skills.is_empty()) {
+            // Nothing to load is an error: an empty policy would deny everything silently.
+            if files.is_empty() {
+                self.file_error("<policies>", "no policy files found".to_owned());
+            }
+        }
+        let compiled = crate::compile::compile_skills(&files, &self.sources, &self.limits);
+        match compiled {
+            Ok(skills) if self.diagnostics.is_empty() => Ok(LoadedPolicy {
+                skills,
+                sources: self.sources,
+            }),
+            Ok(_) => Err(LoadError {
+                diagnostics: self.diagnostics,
+                sources: self.sources,
+            }),
+            Err(errors) => {
+                for e in errors {
+                    self.diagnostic(e.span, e.message, e.help);
+                }
+                Err(LoadError {
+                    diagnostics: self.diagnostics,
+                    sources: self.sources,
+                })
+            }
+        }
+    }
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "cap" || e == "json")
+        {
+            out.push(path);
+        }
+    }
+}
+
+fn looks_like_manifest(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|v| v.get("skill").is_some())
+}

@@ -1,0 +1,393 @@
+//! The facade: [`Engine`], built once from policies and a clock, deciding [`Request`]s.
+//!
+//! - [`PolicyLoader`] reads `.cap` files, JSON manifests and directories into a
+//!   [`LoadedPolicy`] (or a [`LoadError`] listing every problem).
+//! - [`Engine`] decides requests (`check`), from many threads at once. A *stateless* engine
+//!   (no state store) evaluates resource, operation, constraints and gating only — what
+//!   `capgate check` does. A *stateful* engine also enforces lifetimes, grants, transactions,
+//!   revocation, approvals and rate limits through a [`StateStore`].
+//! - [`Decision`], [`Reason`], [`Request`] are the wire types of SPEC §4.
+//! - [`AuditSink`] receives one [`AuditRecord`] per decision.
+
+mod audit;
+mod decision;
+mod eval;
+mod load;
+mod request;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+pub use audit::{AuditRecord, AuditSink, JsonLinesAudit};
+pub use decision::{Decision, Reason, ReasonKind, Verdict};
+pub use eval::CandidateTrace;
+pub use load::{Diagnostic, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader};
+pub use request::{Request, RequestError, depth_exceeds, parse_strict_json};
+
+use crate::bytecode::program::{CompiledSkill, LifetimeSpec};
+use crate::limits::Limits;
+use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
+use crate::span::SourceMap;
+
+/// The loaded skills, indexed by name for O(1) lookup.
+#[derive(Debug)]
+pub struct PolicySet {
+    skills: Vec<Arc<CompiledSkill>>,
+    by_name: HashMap<Arc<str>, usize>,
+    sources: SourceMap,
+}
+
+impl PolicySet {
+    fn new(loaded: LoadedPolicy) -> Self {
+        let skills: Vec<Arc<CompiledSkill>> = loaded.skills.into_iter().map(Arc::new).collect();
+        let by_name = skills
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i))
+            .collect();
+        PolicySet {
+            skills,
+            by_name,
+            sources: loaded.sources,
+        }
+    }
+
+    /// The skill named `name`.
+    pub fn skill(&self, name: &str) -> Option<&Arc<CompiledSkill>> {
+        self.by_name.get(name).and_then(|&i| self.skills.get(i))
+    }
+
+    /// Every skill, in load order.
+    pub fn skills(&self) -> &[Arc<CompiledSkill>] {
+        &self.skills
+    }
+
+    /// The source files the policy came from.
+    pub fn sources(&self) -> &SourceMap {
+        &self.sources
+    }
+}
+
+/// An operator action the engine refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum EngineError {
+    /// The skill is not loaded.
+    #[error("unknown skill `{0}`")]
+    UnknownSkill(String),
+    /// The capability is not in the skill.
+    #[error("skill `{skill}` has no capability `{capability}`")]
+    UnknownCapability {
+        /// The skill.
+        skill: String,
+        /// The capability asked for.
+        capability: String,
+    },
+    /// The engine keeps no state (grants, transactions, revocations need a state store).
+    #[error("this engine is stateless: {0} needs a state store")]
+    Stateless(&'static str),
+    /// The state store refused.
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// How an engine is put together.
+#[derive(Debug)]
+pub struct EngineBuilder {
+    policy: LoadedPolicy,
+    clock: Option<Arc<dyn Clock>>,
+    state: Option<Arc<dyn StateStore>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    limits: Limits,
+    observe: bool,
+}
+
+impl EngineBuilder {
+    /// Uses this clock (default: the system clock). A request's `time` is honoured only when
+    /// the clock says it is simulated.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Makes the engine stateful with this store.
+    pub fn state(mut self, state: Arc<dyn StateStore>) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Sends one record per decision to `sink`.
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    /// Uses these limits (default: [`Limits::DEFAULT`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Observe mode: decide as usual but return allow, with the real decision in `observed`.
+    pub fn observe(mut self, observe: bool) -> Self {
+        self.observe = observe;
+        self
+    }
+
+    /// Builds the engine.
+    pub fn build(self) -> Engine {
+        let policy = PolicySet::new(self.policy);
+        let mut history = HashMap::new();
+        for skill in &policy.skills {
+            history.insert((skill.name.clone(), skill.revision), skill.clone());
+        }
+        Engine {
+            policy: RwLock::new(Arc::new(policy)),
+            history: RwLock::new(history),
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            state: self.state,
+            audit: self.audit,
+            limits: self.limits,
+            observe: self.observe,
+            next_grant: AtomicU64::new(1),
+        }
+    }
+}
+
+/// Decides requests against a loaded policy. `Send + Sync`: share one engine between threads.
+#[derive(Debug)]
+pub struct Engine {
+    policy: RwLock<Arc<PolicySet>>,
+    /// Every revision of every skill ever loaded, for grants pinned to an older one.
+    history: RwLock<HashMap<(Arc<str>, u64), Arc<CompiledSkill>>>,
+    clock: Arc<dyn Clock>,
+    state: Option<Arc<dyn StateStore>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    limits: Limits,
+    observe: bool,
+    next_grant: AtomicU64,
+}
+
+impl Engine {
+    /// Starts building an engine around a loaded policy.
+    pub fn builder(policy: LoadedPolicy) -> EngineBuilder {
+        EngineBuilder {
+            policy,
+            clock: None,
+            state: None,
+            audit: None,
+            limits: Limits::DEFAULT,
+            observe: false,
+        }
+    }
+
+    /// The current policy.
+    pub fn policy(&self) -> Arc<PolicySet> {
+        self.policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The engine's limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Replaces the policy. Grants issued under the old one stay pinned to it: they are honoured
+    /// only where both the old and the new capability allow. Revocations survive reloads.
+    pub fn reload(&self, policy: LoadedPolicy) {
+        let policy = PolicySet::new(policy);
+        {
+            let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
+            for skill in &policy.skills {
+                history.insert((skill.name.clone(), skill.revision), skill.clone());
+            }
+        }
+        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+    }
+
+    fn skill_at_revision(&self, name: &str, revision: u64) -> Option<Arc<CompiledSkill>> {
+        self.history
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(Arc::from(name), revision))
+            .cloned()
+    }
+
+    fn store(&self, what: &'static str) -> Result<&Arc<dyn StateStore>, EngineError> {
+        self.state.as_ref().ok_or(EngineError::Stateless(what))
+    }
+
+    /// Issues a grant for `skill`/`capability`, optionally bound to a transaction. `token` names
+    /// it (generated when `None`); returns the token.
+    pub fn issue_grant(
+        &self,
+        skill: &str,
+        capability: &str,
+        transaction: Option<&str>,
+        token: Option<String>,
+    ) -> Result<String, EngineError> {
+        let store = self.store("a grant")?;
+        let policy = self.policy();
+        let compiled = policy
+            .skill(skill)
+            .ok_or_else(|| EngineError::UnknownSkill(skill.to_owned()))?;
+        let cap = compiled
+            .capability(capability)
+            .ok_or_else(|| EngineError::UnknownCapability {
+                skill: skill.to_owned(),
+                capability: capability.to_owned(),
+            })?;
+        let lifetime = match cap.lifetime {
+            LifetimeSpec::Call(n) => GrantLifetime::Calls(n),
+            LifetimeSpec::WallClock {
+                duration,
+                renewable,
+            } => GrantLifetime::WallClock {
+                duration,
+                renewable,
+            },
+            // Process and transaction lifetimes need no token; a grant for them is recorded
+            // as a one-call grant so the token is still valid, revocable and pinned, but the
+            // engine does not require or consume it.
+            LifetimeSpec::Process | LifetimeSpec::Transaction => GrantLifetime::Calls(1),
+        };
+        let token = token.unwrap_or_else(|| {
+            format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed))
+        });
+        store.issue_grant(NewGrant {
+            token: token.clone(),
+            skill: skill.to_owned(),
+            capability: capability.to_owned(),
+            transaction: transaction.map(str::to_owned),
+            issued_at: self.clock.now(),
+            revision: compiled.revision,
+            lifetime,
+        })?;
+        Ok(token)
+    }
+
+    /// Opens a transaction.
+    pub fn begin_transaction(&self, transaction: &str) -> Result<(), EngineError> {
+        Ok(self.store("a transaction")?.begin_transaction(transaction)?)
+    }
+
+    /// Closes a transaction and ends its grants.
+    pub fn end_transaction(&self, transaction: &str) -> Result<(), EngineError> {
+        Ok(self.store("a transaction")?.end_transaction(transaction)?)
+    }
+
+    /// Revokes one grant.
+    pub fn revoke_grant(&self, token: &str) -> Result<(), EngineError> {
+        Ok(self.store("revocation")?.revoke_grant(token)?)
+    }
+
+    /// Revokes a skill: every later call and grant is refused until lifted.
+    pub fn revoke_skill(&self, skill: &str) -> Result<(), EngineError> {
+        Ok(self.store("revocation")?.revoke_skill(skill)?)
+    }
+
+    /// Revokes one capability of a skill.
+    pub fn revoke_capability(&self, skill: &str, capability: &str) -> Result<(), EngineError> {
+        Ok(self
+            .store("revocation")?
+            .revoke_capability(skill, capability)?)
+    }
+
+    /// Lifts a skill's revocation; returns whether it was revoked.
+    pub fn lift_skill(&self, skill: &str) -> Result<bool, EngineError> {
+        Ok(self.store("revocation")?.lift_skill(skill)?)
+    }
+
+    /// Lifts a capability's revocation; returns whether it was revoked.
+    pub fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, EngineError> {
+        Ok(self
+            .store("revocation")?
+            .lift_capability(skill, capability)?)
+    }
+
+    /// Records the first-use approval of a skill.
+    pub fn approve(&self, skill: &str) -> Result<(), EngineError> {
+        Ok(self.store("an approval")?.approve(skill)?)
+    }
+
+    /// Decides one request. Never panics and never allows on error.
+    pub fn check(&self, request: &Request) -> Decision {
+        let decision = self.decide(request);
+        if let Some(sink) = &self.audit {
+            self.audit_record(sink.as_ref(), request, &decision);
+        }
+        decision
+    }
+
+    /// Decides a request given as untrusted bytes (size, depth and duplicate keys are checked).
+    pub fn check_slice(&self, bytes: &[u8]) -> Decision {
+        match Request::from_slice(bytes, &self.limits) {
+            Ok(request) => self.check(&request),
+            Err(e) => {
+                let skill: Arc<str> = serde_json::from_slice::<serde_json::Value>(bytes)
+                    .ok()
+                    .and_then(|v| v.get("skill").and_then(|s| s.as_str()).map(Arc::from))
+                    .unwrap_or_else(|| Arc::from(""));
+                let decision = self.finish(Decision::deny(
+                    skill,
+                    vec![Reason::request(ReasonKind::Input, e.to_string())],
+                ));
+                if let Some(sink) = &self.audit {
+                    let request = Request::new(&*decision.skill, "", "");
+                    self.audit_record(sink.as_ref(), &request, &decision);
+                }
+                decision
+            }
+        }
+    }
+
+    /// Applies observe mode to a computed decision.
+    fn finish(&self, mut decision: Decision) -> Decision {
+        if self.observe && decision.decision != Verdict::Allow {
+            decision.observed = Some(decision.decision);
+            decision.decision = Verdict::Allow;
+        }
+        decision
+    }
+
+    fn audit_record(&self, sink: &dyn AuditSink, request: &Request, decision: &Decision) {
+        let policy = self.policy();
+        let revision = policy
+            .skill(&request.skill)
+            .map(|s| format!("{:016x}", s.revision));
+        sink.record(&AuditRecord {
+            time: self.clock.now().to_rfc3339(),
+            decision: decision.decision,
+            observed: decision.observed,
+            skill: &request.skill,
+            capability: decision.capability.as_deref(),
+            operation: &request.operation,
+            resource: &request.resource,
+            agent: request.agent.get("id").and_then(|v| v.as_str()),
+            transaction: request.transaction.as_deref(),
+            grant: decision.grant.as_deref().or(request.grant.as_deref()),
+            reasons: &decision.reasons,
+            revision,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn engine_is_send_and_sync() {
+        assert_send_sync::<Engine>();
+        assert_send_sync::<Decision>();
+    }
+}

@@ -1,0 +1,43 @@
+//! Every limit capgate enforces, in one place (SPEC §7).
+//!
+//! A request that breaks a limit is denied with reason `input`; a policy that breaks one is
+//! rejected at load with an error naming the limit. Defaults are the documented ones; embedders
+//! may tighten or loosen them when building an engine.
+
+/// The limits of one engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest payload (and agent/context) nesting accepted, counting each array/object level.
+    pub max_payload_depth: usize,
+    /// Largest request accepted from bytes, in bytes (payload included).
+    pub max_request_bytes: usize,
+    /// Largest compiled size of one regex, in bytes (passed to the regex compiler).
+    pub max_regex_bytes: usize,
+    /// Largest policy file, in bytes.
+    pub max_policy_file_bytes: usize,
+    /// Most capabilities in one skill.
+    pub max_capabilities_per_skill: usize,
+    /// Longest array a `[*]` path may scan.
+    pub max_array_scan: usize,
+    /// Largest `N` of a plain (sliding-window) `rateLimit`.
+    pub max_sliding_window: u64,
+}
+
+impl Limits {
+    /// The defaults of SPEC §7.
+    pub const DEFAULT: Limits = Limits {
+        max_payload_depth: 128,
+        max_request_bytes: 1 << 20,
+        max_regex_bytes: 1 << 20,
+        max_policy_file_bytes: 4 << 20,
+        max_capabilities_per_skill: 1_000,
+        max_array_scan: 100_000,
+        max_sliding_window: 10_000,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}

@@ -1,0 +1,573 @@
+//! The interpreter.
+//!
+//! [`run`] is the hot path: it executes a [`VerifiedProgram`] against an [`Input`] with a
+//! fixed-size boolean stack, allocates nothing, and reports only which top-level constraint
+//! failed. [`trace`] runs the same loop with a [`Tracer`] that receives a [`TestReport`] for every
+//! test — the concrete path of the offending value, the value seen and a message — which deny
+//! reasons and the REPL's `:explain` are built from. Both share one loop, monomorphised on the
+//! tracer, so the explanation can never disagree with the decision.
+//!
+//! Cost: every jump is forward, so each instruction runs at most once per evaluation; a test
+//! visits at most the payload nodes its path reaches. See `docs/bytecode.md` for the bound.
+
+use chrono::{DateTime, Utc};
+
+use super::input::Input;
+use super::path::{Leaf, NoTrail, SegmentTrail, Stop, Trail, visit, with_single};
+use crate::bytecode::index::{CheckIdx, Index, lookup};
+use crate::bytecode::op::Op;
+use crate::bytecode::program::{BoundConst, BoundSet, CompiledPath, PathAccess, Program};
+use crate::bytecode::verify::{MAX_STACK, VerifiedProgram};
+
+/// How a program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every constraint held.
+    Accepted,
+    /// The top-level constraint `CheckIdx` failed (the first one, in order).
+    Failed(CheckIdx),
+}
+
+/// Why a program could not be evaluated. Either way the decision is a deny.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum VmError {
+    /// The request breaks a limit (reason `input`).
+    #[error("`{path}` has {found} elements, more than the limit of {limit} for `[*]`")]
+    ArrayTooLong {
+        /// The path being walked.
+        path: String,
+        /// The array length.
+        found: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A verified-program invariant did not hold. Fuzzing asserts this is unreachable.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}
+
+/// What the tracer learns about one test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestReport {
+    /// The instruction position.
+    pub at: usize,
+    /// Whether the test held.
+    pub holds: bool,
+    /// The concrete path of the offending value (`payload.attendees[4].email`), when it failed
+    /// on one.
+    pub path: Option<String>,
+    /// A one-line explanation; for a test that held, a short description of what was checked.
+    pub message: String,
+}
+
+/// Receives test results during [`trace`].
+pub trait Tracer {
+    /// Called after each test.
+    fn test(&mut self, report: TestReport);
+    /// Called at each `Require` with the constraint's result.
+    fn require(&mut self, check: CheckIdx, holds: bool);
+}
+
+/// Counts what an evaluation did, for the cost bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Steps {
+    /// Instructions executed.
+    pub instructions: u64,
+    /// Values visited by tests (path leaves and array elements).
+    pub visits: u64,
+}
+
+struct Stack {
+    slots: [bool; MAX_STACK as usize],
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> Self {
+        Stack {
+            slots: [false; MAX_STACK as usize],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, value: bool) -> Result<(), VmError> {
+        let slot = self
+            .slots
+            .get_mut(self.len)
+            .ok_or(VmError::Internal("stack overflow in a verified program"))?;
+        *slot = value;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Result<bool, VmError> {
+        self.len = self
+            .len
+            .checked_sub(1)
+            .ok_or(VmError::Internal("stack underflow in a verified program"))?;
+        self.slots
+            .get(self.len)
+            .copied()
+            .ok_or(VmError::Internal("stack underflow in a verified program"))
+    }
+
+    fn peek(&self) -> Result<bool, VmError> {
+        self.len
+            .checked_sub(1)
+            .and_then(|top| self.slots.get(top).copied())
+            .ok_or(VmError::Internal("empty stack in a verified program"))
+    }
+}
+
+/// Runs a program; the hot path.
+pub fn run(program: &VerifiedProgram, input: &Input<'_>) -> Result<Outcome, VmError> {
+    let mut steps = Steps::default();
+    execute::<Silent>(program, input, &mut Silent, false, &mut steps)
+}
+
+/// Runs a program and counts its steps (for the cost-bound tests).
+pub fn run_counted(
+    program: &VerifiedProgram,
+    input: &Input<'_>,
+) -> Result<(Outcome, Steps), VmError> {
+    let mut steps = Steps::default();
+    let outcome = execute::<Silent>(program, input, &mut Silent, false, &mut steps)?;
+    Ok((outcome, steps))
+}
+
+/// Runs a program reporting every test to `tracer`. With `keep_going`, a failing `Require` does
+/// not stop the program, so every constraint is traced; the outcome is still the first failure.
+pub fn trace<T: Tracer>(
+    program: &VerifiedProgram,
+    input: &Input<'_>,
+    tracer: &mut T,
+    keep_going: bool,
+) -> Result<Outcome, VmError> {
+    let mut steps = Steps::default();
+    execute(program, input, &mut Traced(tracer), keep_going, &mut steps)
+}
+
+/// The tracer interface used inside the loop; `Silent` compiles to nothing.
+trait Sink {
+    const EXPLAIN: bool;
+    fn test(&mut self, report: TestReport);
+    fn require(&mut self, check: CheckIdx, holds: bool);
+}
+
+struct Silent;
+
+impl Sink for Silent {
+    const EXPLAIN: bool = false;
+    #[inline]
+    fn test(&mut self, _report: TestReport) {}
+    #[inline]
+    fn require(&mut self, _check: CheckIdx, _holds: bool) {}
+}
+
+struct Traced<'t, T: Tracer>(&'t mut T);
+
+impl<T: Tracer> Sink for Traced<'_, T> {
+    const EXPLAIN: bool = true;
+    fn test(&mut self, report: TestReport) {
+        self.0.test(report);
+    }
+    fn require(&mut self, check: CheckIdx, holds: bool) {
+        self.0.require(check, holds);
+    }
+}
+
+fn execute<S: Sink>(
+    verified: &VerifiedProgram,
+    input: &Input<'_>,
+    sink: &mut S,
+    keep_going: bool,
+    steps: &mut Steps,
+) -> Result<Outcome, VmError> {
+    let program = verified.program();
+    let mut stack = Stack::new();
+    let mut first_failure = None;
+    let mut pc = 0usize;
+    loop {
+        let op = program
+            .code
+            .get(pc)
+            .ok_or(VmError::Internal("control fell off a verified program"))?;
+        steps.instructions += 1;
+        let mut next = pc + 1;
+        match *op {
+            Op::Push(value) => stack.push(value)?,
+            Op::Not => {
+                let value = stack.pop()?;
+                stack.push(!value)?;
+            }
+            Op::OrElse { target } => {
+                if stack.peek()? {
+                    next = target.to_usize();
+                } else {
+                    stack.pop()?;
+                }
+            }
+            Op::AndThen { target } => {
+                if stack.peek()? {
+                    stack.pop()?;
+                } else {
+                    next = target.to_usize();
+                }
+            }
+            Op::Require { check } => {
+                let holds = stack.pop()?;
+                sink.require(check, holds);
+                if !holds {
+                    if !keep_going {
+                        return Ok(Outcome::Failed(check));
+                    }
+                    first_failure.get_or_insert(check);
+                }
+            }
+            Op::Accept => {
+                return Ok(first_failure.map_or(Outcome::Accepted, Outcome::Failed));
+            }
+            _ => {
+                let holds = test::<S>(program, op, pc, input, sink, steps)?;
+                stack.push(holds)?;
+            }
+        }
+        if next <= pc {
+            return Err(VmError::Internal("backward jump in a verified program"));
+        }
+        pc = next;
+    }
+}
+
+fn table<'p, I: Index, T>(entries: &'p [T], index: I) -> Result<&'p T, VmError> {
+    lookup(entries, index).ok_or(VmError::Internal("operand out of range in a verified program"))
+}
+
+/// The value a failing test saw, kept only when explaining.
+#[derive(Default)]
+pub(super) struct Seen {
+    /// The value as JSON text, cut for messages.
+    pub(super) text: Option<String>,
+    /// Its JSON type name.
+    pub(super) kind: Option<&'static str>,
+}
+
+impl Seen {
+    fn record(&mut self, leaf: Leaf<'_>) {
+        self.text = Some(leaf.describe());
+        self.kind = Some(match leaf {
+            Leaf::Json(v) => crate::value::type_name(v),
+            Leaf::Str(_) => "string",
+        });
+    }
+}
+
+/// Evaluates one test instruction and reports it to the sink.
+fn test<S: Sink>(
+    program: &Program,
+    op: &Op,
+    at: usize,
+    input: &Input<'_>,
+    sink: &mut S,
+    steps: &mut Steps,
+) -> Result<bool, VmError> {
+    let mut seen = Seen::default();
+    let mut trail = SegmentTrail::default();
+    // On the hot path the trail records nothing; only a sink that explains pays for one.
+    macro_rules! walk {
+        ($path:expr, $optional:expr, |$leaf:ident| $body:expr) => {{
+            let mut predicate = |$leaf: Leaf<'_>| {
+                steps.visits += 1;
+                let holds = $body;
+                if S::EXPLAIN && !holds {
+                    seen.record($leaf);
+                }
+                holds
+            };
+            if S::EXPLAIN {
+                visit(input, $path, $optional, &mut trail, &mut predicate)
+            } else {
+                visit(input, $path, $optional, &mut NoTrail, &mut predicate)
+            }
+        }};
+    }
+    let (result, path): (Result<(), Stop>, Option<&CompiledPath>) = match *op {
+        Op::Equals {
+            path,
+            value,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let value = table(&program.consts, value)?;
+            (walk!(path, optional, |leaf| leaf.equals_value(value)), Some(path))
+        }
+        Op::InSet {
+            path,
+            set,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let set = table(&program.sets, set)?;
+            (
+                walk!(path, optional, |leaf| set
+                    .values
+                    .iter()
+                    .any(|v| leaf.equals_value(v))),
+                Some(path),
+            )
+        }
+        Op::EqualsPath {
+            path,
+            other,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let other_path = table(&program.paths, other)?;
+            let result = with_single(input, other_path, |other| match other {
+                Ok(other) => walk!(path, optional, |leaf| leaf.equals(other)),
+                Err(_) => Err(Stop::Missing),
+            });
+            // A missing `other` is reported against the other path.
+            let other_missing = S::EXPLAIN
+                && with_single(input, other_path, |other| other.is_err());
+            if other_missing {
+                (result, Some(other_path))
+            } else {
+                (result, Some(path))
+            }
+        }
+        Op::Matches {
+            path,
+            regex,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let regex = table(&program.regexes, regex)?;
+            (
+                walk!(path, optional, |leaf| leaf
+                    .as_str()
+                    .is_some_and(|s| regex.regex.is_match(s))),
+                Some(path),
+            )
+        }
+        Op::Range {
+            path,
+            bounds,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let bounds = table(&program.bounds, bounds)?;
+            (
+                walk!(path, optional, |leaf| leaf
+                    .as_number()
+                    .is_some_and(|n| number_in_bounds(n, bounds))),
+                Some(path),
+            )
+        }
+        Op::RangeNow {
+            path,
+            bounds,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let bounds = table(&program.bounds, bounds)?;
+            let now = input.now;
+            (
+                walk!(path, optional, |leaf| leaf
+                    .as_str()
+                    .and_then(parse_timestamp)
+                    .is_some_and(|t| instant_in_bounds(t, now, bounds))),
+                Some(path),
+            )
+        }
+        Op::RangeDiff {
+            a,
+            b,
+            bounds,
+            optional,
+        } => {
+            let a_path = table(&program.paths, a)?;
+            let b_path = table(&program.paths, b)?;
+            let bounds = table(&program.bounds, bounds)?;
+            steps.visits += 2;
+            let result = with_single(input, a_path, |a| {
+                with_single(input, b_path, |b| match (a, b) {
+                    (Ok(a), Ok(b)) => {
+                        let difference = a
+                            .as_str()
+                            .and_then(parse_timestamp)
+                            .zip(b.as_str().and_then(parse_timestamp))
+                            .map(|(a, b)| nanos(a) - nanos(b));
+                        match difference {
+                            Some(d) if nanos_in_bounds(d, bounds) => Ok(()),
+                            _ => {
+                                if S::EXPLAIN {
+                                    seen.text = Some(match difference {
+                                        Some(d) => format_nanos(d),
+                                        None => format!("{} and {}", a.describe(), b.describe()),
+                                    });
+                                    seen.kind = Some(if difference.is_some() {
+                                        "difference"
+                                    } else {
+                                        "timestamps"
+                                    });
+                                }
+                                Err(Stop::Rejected)
+                            }
+                        }
+                    }
+                    (Err(Stop::Missing), _) | (_, Err(Stop::Missing)) if optional => Ok(()),
+                    (Err(stop), _) | (_, Err(stop)) => Err(stop),
+                })
+            });
+            (result, Some(a_path))
+        }
+        Op::Schema { schema } => {
+            let schema = table(&program.schemas, schema)?;
+            steps.visits += 1;
+            let holds = crate::vm::schema::is_valid(schema, input.payload);
+            if S::EXPLAIN {
+                let (path, message) = match crate::vm::schema::first_violation(schema, input.payload) {
+                    Some(violation) => {
+                        let mut text = String::from("payload");
+                        for segment in &violation.instance_path {
+                            text.push_str(&segment.to_string());
+                        }
+                        (Some(text), violation.message)
+                    }
+                    None => (Some("payload".to_owned()), "payload matches the schema".to_owned()),
+                };
+                sink.test(TestReport {
+                    at,
+                    holds,
+                    path,
+                    message,
+                });
+            }
+            return Ok(holds);
+        }
+        Op::Window { window } => {
+            let window = table(&program.windows, window)?;
+            let holds = window.contains(input.now);
+            if S::EXPLAIN {
+                let message = if holds {
+                    format!("the time is inside {}", window.describe())
+                } else {
+                    format!("the time {} is outside {}", input.now.to_rfc3339(), window.describe())
+                };
+                sink.test(TestReport {
+                    at,
+                    holds,
+                    path: None,
+                    message,
+                });
+            }
+            return Ok(holds);
+        }
+        Op::Push(_)
+        | Op::Not
+        | Op::OrElse { .. }
+        | Op::AndThen { .. }
+        | Op::Require { .. }
+        | Op::Accept => return Err(VmError::Internal("control instruction evaluated as a test")),
+    };
+    if let Err(Stop::TooLong(found)) = result {
+        return Err(VmError::ArrayTooLong {
+            path: path.map_or_else(String::new, |p| p.text.clone()),
+            found,
+            limit: input.max_array_scan,
+        });
+    }
+    if S::EXPLAIN {
+        let concrete = path.map(|p| concrete_path(p, &trail));
+        let message = super::explain::test_message(program, op, result, &seen, input);
+        sink.test(TestReport {
+            at,
+            holds: result.is_ok(),
+            path: concrete,
+            message,
+        });
+    }
+    Ok(result.is_ok())
+}
+
+/// The concrete path of the value a test stopped at.
+fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
+    match &path.access {
+        PathAccess::Json { root, .. } => {
+            let mut text = String::from(match root {
+                crate::bytecode::program::JsonRoot::Payload => "payload",
+                crate::bytecode::program::JsonRoot::Agent => "agent",
+                crate::bytecode::program::JsonRoot::Context => "context",
+            });
+            if trail.segments.is_empty() {
+                // The walk never stepped (e.g. it held, or the root itself failed): print the
+                // path as written.
+                return path.text.clone();
+            }
+            for segment in &trail.segments {
+                text.push_str(&segment.to_string());
+            }
+            text
+        }
+        _ => path.text.clone(),
+    }
+}
+
+/// Parses an RFC 3339 timestamp.
+pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Nanoseconds since the epoch, exactly.
+pub fn nanos(t: DateTime<Utc>) -> i128 {
+    i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
+}
+
+fn number_in_bounds(n: &serde_json::Number, bounds: &BoundSet) -> bool {
+    bounds.bounds.iter().all(|(cmp, bound)| match bound {
+        BoundConst::Number(limit) => {
+            crate::value::cmp_numbers(n, limit).is_some_and(|ordering| cmp.holds(ordering))
+        }
+        BoundConst::Nanos(_) | BoundConst::Now => false,
+    })
+}
+
+fn instant_in_bounds(t: DateTime<Utc>, now: DateTime<Utc>, bounds: &BoundSet) -> bool {
+    bounds.bounds.iter().all(|(cmp, bound)| match bound {
+        BoundConst::Now => cmp.holds(t.cmp(&now)),
+        BoundConst::Number(_) | BoundConst::Nanos(_) => false,
+    })
+}
+
+fn nanos_in_bounds(d: i128, bounds: &BoundSet) -> bool {
+    bounds.bounds.iter().all(|(cmp, bound)| match bound {
+        BoundConst::Nanos(limit) => cmp.holds(d.cmp(limit)),
+        BoundConst::Number(_) | BoundConst::Now => false,
+    })
+}
+
+/// Formats signed nanoseconds as a readable duration (`2h0m1s`, `-30s`, `1.5s`).
+pub fn format_nanos(d: i128) -> String {
+    let sign = if d < 0 { "-" } else { "" };
+    let d = d.unsigned_abs();
+    let secs = d / 1_000_000_000;
+    let frac = d % 1_000_000_000;
+    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    let mut text = String::from(sign);
+    if h > 0 {
+        text.push_str(&format!("{h}h"));
+    }
+    if h > 0 || m > 0 {
+        text.push_str(&format!("{m}m"));
+    }
+    if frac == 0 {
+        text.push_str(&format!("{s}s"));
+    } else {
+        let frac = format!("{frac:09}");
+        text.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+    }
+    text
+}

@@ -1,0 +1,31 @@
+//! What a program reads: the request, borrowed, plus the clock and limits.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::resource::{Bindings, RequestResource};
+
+/// Everything a program may read, borrowed from the request for one evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'r> {
+    /// The payload (JSON `null` when absent).
+    pub payload: &'r Value,
+    /// The agent identity object (JSON `null` when absent).
+    pub agent: &'r Value,
+    /// The caller's context object (JSON `null` when absent).
+    pub context: &'r Value,
+    /// The parsed request resource (for `resource.query`).
+    pub resource: &'r RequestResource<'r>,
+    /// The template bindings of the capability being evaluated.
+    pub bindings: &'r Bindings<'r>,
+    /// `request.skill`.
+    pub skill: &'r str,
+    /// `request.operation`.
+    pub operation: &'r str,
+    /// `request.transaction`.
+    pub transaction: Option<&'r str>,
+    /// The engine clock's instant for this decision.
+    pub now: DateTime<Utc>,
+    /// The longest array a `[*]` may scan.
+    pub max_array_scan: usize,
+}

@@ -1,0 +1,300 @@
+//! Reading paths: every value a path reaches, visited without copying.
+//!
+//! [`visit`] walks a compiled path and calls a predicate on each value it reaches (one value, or
+//! every element under a `[*]`). It stops at the first value the predicate rejects. A [`Trail`]
+//! records the concrete path of the value being visited: [`NoTrail`] on the fast path (zero
+//! cost), [`SegmentTrail`] when a deny reason needs `payload.attendees[4].email`.
+//!
+//! Absence rules (see `docs/semantics.md`): a missing member or an index past the end is
+//! *absent* (an `optional` constraint holds); stepping into a value of the wrong type — a
+//! member of a string, `[*]` over an object, any step into `null` — is a failure even for
+//! `optional`, because the request does not have the shape the policy describes.
+
+use serde_json::Value;
+
+use super::input::Input;
+use super::resource::QueryValue;
+use crate::bytecode::program::{CompiledPath, JsonRoot, PathAccess};
+use crate::value::Segment;
+
+/// One value a path reached.
+#[derive(Debug, Clone, Copy)]
+pub enum Leaf<'a> {
+    /// A JSON value from the payload, agent or context.
+    Json(&'a Value),
+    /// A string from the resource or request (bindings, query, skill, operation, transaction).
+    Str(&'a str),
+}
+
+impl<'a> Leaf<'a> {
+    /// The value as a string, if it is one.
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            Leaf::Json(Value::String(s)) => Some(s),
+            Leaf::Json(_) => None,
+            Leaf::Str(s) => Some(s),
+        }
+    }
+
+    /// The value as a JSON number, if it is one.
+    pub fn as_number(self) -> Option<&'a serde_json::Number> {
+        match self {
+            Leaf::Json(Value::Number(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// JSON equality between two leaves (a request string equals the JSON string with the same
+    /// text).
+    pub fn equals(self, other: Leaf<'_>) -> bool {
+        match (self, other) {
+            (Leaf::Json(a), Leaf::Json(b)) => crate::value::json_eq(a, b),
+            (Leaf::Str(a), Leaf::Str(b)) => a == b,
+            (Leaf::Str(a), Leaf::Json(Value::String(b)))
+            | (Leaf::Json(Value::String(b)), Leaf::Str(a)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// JSON equality with a constant.
+    pub fn equals_value(self, value: &Value) -> bool {
+        self.equals(Leaf::Json(value))
+    }
+
+    /// The value as JSON text for messages, cut to 64 characters.
+    pub fn describe(self) -> String {
+        match self {
+            Leaf::Json(v) => crate::value::truncate_for_message(v, 64),
+            Leaf::Str(s) => crate::value::truncate_for_message(&Value::String(s.to_owned()), 64),
+        }
+    }
+}
+
+/// Why a path walk stopped without every value holding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The predicate rejected the value at the trail.
+    Rejected,
+    /// The path is absent at the trail (and the constraint is not optional).
+    Missing,
+    /// A step met a value of the wrong type at the trail.
+    WrongShape(&'static str),
+    /// A query parameter is given more than once.
+    Ambiguous,
+    /// A `[*]` met an array longer than the scan limit.
+    TooLong(usize),
+}
+
+/// Records the concrete path of the value being visited.
+pub trait Trail {
+    /// Enters a segment.
+    fn push(&mut self, segment: ConcreteStep<'_>);
+    /// Leaves it.
+    fn pop(&mut self);
+}
+
+/// A concrete step: a key or an index (never a wildcard).
+#[derive(Debug, Clone, Copy)]
+pub enum ConcreteStep<'a> {
+    /// An object member.
+    Key(&'a str),
+    /// An array element.
+    Index(usize),
+}
+
+/// The fast path: records nothing.
+#[derive(Debug, Default)]
+pub struct NoTrail;
+
+impl Trail for NoTrail {
+    #[inline]
+    fn push(&mut self, _segment: ConcreteStep<'_>) {}
+    #[inline]
+    fn pop(&mut self) {}
+}
+
+/// Records owned segments, for deny reasons.
+#[derive(Debug, Default)]
+pub struct SegmentTrail {
+    /// The segments so far.
+    pub segments: Vec<Segment>,
+}
+
+impl Trail for SegmentTrail {
+    fn push(&mut self, segment: ConcreteStep<'_>) {
+        self.segments.push(match segment {
+            ConcreteStep::Key(k) => Segment::Key(k.to_owned()),
+            ConcreteStep::Index(i) => Segment::Index(u64::try_from(i).unwrap_or(u64::MAX)),
+        });
+    }
+    fn pop(&mut self) {
+        self.segments.pop();
+    }
+}
+
+/// Visits every value `path` reaches, stopping at the first the predicate rejects.
+///
+/// Returns `Ok(())` when every value holds (or the path is absent and `optional`), otherwise
+/// why it stopped; on a stop, `trail` holds the concrete path of the offending value.
+pub fn visit<'r, T: Trail>(
+    input: &Input<'r>,
+    path: &CompiledPath,
+    optional: bool,
+    trail: &mut T,
+    predicate: &mut impl FnMut(Leaf<'_>) -> bool,
+) -> Result<(), Stop> {
+    let string = |value: Option<&str>, predicate: &mut dyn FnMut(Leaf<'_>) -> bool| match value {
+        Some(s) if predicate(Leaf::Str(s)) => Ok(()),
+        Some(_) => Err(Stop::Rejected),
+        None if optional => Ok(()),
+        None => Err(Stop::Missing),
+    };
+    match &path.access {
+        PathAccess::Json { root, segments } => {
+            let document = match root {
+                JsonRoot::Payload => input.payload,
+                JsonRoot::Agent => input.agent,
+                JsonRoot::Context => input.context,
+            };
+            walk(document, segments, optional, input.max_array_scan, trail, predicate)
+        }
+        PathAccess::Binding { slot } => {
+            string(input.bindings.get(usize::from(*slot)), predicate)
+        }
+        PathAccess::Query { name } => match input.resource.query(name) {
+            QueryValue::Absent => string(None, predicate),
+            QueryValue::One(value) => string(Some(&value), predicate),
+            QueryValue::Repeated => Err(Stop::Ambiguous),
+        },
+        PathAccess::RequestSkill => string(Some(input.skill), predicate),
+        PathAccess::RequestOperation => string(Some(input.operation), predicate),
+        PathAccess::RequestTransaction => string(input.transaction, predicate),
+    }
+}
+
+fn walk<T: Trail>(
+    value: &Value,
+    segments: &[Segment],
+    optional: bool,
+    max_array_scan: usize,
+    trail: &mut T,
+    predicate: &mut impl FnMut(Leaf<'_>) -> bool,
+) -> Result<(), Stop> {
+    let Some((segment, rest)) = segments.split_first() else {
+        return if predicate(Leaf::Json(value)) {
+            Ok(())
+        } else {
+            Err(Stop::Rejected)
+        };
+    };
+    let absent = if optional { Ok(()) } else { Err(Stop::Missing) };
+    match (segment, value) {
+        (Segment::Key(key), Value::Object(map)) => match map.get(key) {
+            Some(child) => {
+                trail.push(ConcreteStep::Key(key));
+                walk(child, rest, optional, max_array_scan, trail, predicate)?;
+                trail.pop();
+                Ok(())
+            }
+            None => {
+                trail.push(ConcreteStep::Key(key));
+                absent?;
+                trail.pop();
+                Ok(())
+            }
+        },
+        (Segment::Index(index), Value::Array(items)) => {
+            let position = usize::try_from(*index).unwrap_or(usize::MAX);
+            trail.push(ConcreteStep::Index(position));
+            match items.get(position) {
+                Some(child) => walk(child, rest, optional, max_array_scan, trail, predicate)?,
+                None => absent?,
+            }
+            trail.pop();
+            Ok(())
+        }
+        (Segment::Wildcard, Value::Array(items)) => {
+            if items.len() > max_array_scan {
+                return Err(Stop::TooLong(items.len()));
+            }
+            for (position, child) in items.iter().enumerate() {
+                trail.push(ConcreteStep::Index(position));
+                walk(child, rest, optional, max_array_scan, trail, predicate)?;
+                trail.pop();
+            }
+            Ok(())
+        }
+        (Segment::Key(_), other) => Err(Stop::WrongShape(expected_shape("an object", other))),
+        (Segment::Index(_) | Segment::Wildcard, other) => {
+            Err(Stop::WrongShape(expected_shape("an array", other)))
+        }
+    }
+}
+
+fn expected_shape(expected: &'static str, found: &Value) -> &'static str {
+    match (expected, found) {
+        ("an object", Value::Null) => "expected an object, found null",
+        ("an object", Value::Array(_)) => "expected an object, found an array",
+        ("an object", Value::String(_)) => "expected an object, found a string",
+        ("an object", Value::Number(_)) => "expected an object, found a number",
+        ("an object", Value::Bool(_)) => "expected an object, found a boolean",
+        (_, Value::Null) => "expected an array, found null",
+        (_, Value::Object(_)) => "expected an array, found an object",
+        (_, Value::String(_)) => "expected an array, found a string",
+        (_, Value::Number(_)) => "expected an array, found a number",
+        (_, Value::Bool(_)) => "expected an array, found a boolean",
+        _ => "unexpected value type",
+    }
+}
+
+/// Reads a path that has no `[*]` and names exactly one value, and hands the leaf (or why it
+/// could not be read) to `f`.
+pub fn with_single<R>(
+    input: &Input<'_>,
+    path: &CompiledPath,
+    f: impl FnOnce(Result<Leaf<'_>, Stop>) -> R,
+) -> R {
+    match &path.access {
+        PathAccess::Json { root, segments } => {
+            let mut value = match root {
+                JsonRoot::Payload => input.payload,
+                JsonRoot::Agent => input.agent,
+                JsonRoot::Context => input.context,
+            };
+            for segment in segments {
+                let next = match (segment, value) {
+                    (Segment::Key(key), Value::Object(map)) => map.get(key),
+                    (Segment::Index(index), Value::Array(items)) => {
+                        items.get(usize::try_from(*index).unwrap_or(usize::MAX))
+                    }
+                    (Segment::Key(_), other) => {
+                        return f(Err(Stop::WrongShape(expected_shape("an object", other))));
+                    }
+                    (_, other) => {
+                        return f(Err(Stop::WrongShape(expected_shape("an array", other))));
+                    }
+                };
+                match next {
+                    Some(child) => value = child,
+                    None => return f(Err(Stop::Missing)),
+                }
+            }
+            f(Ok(Leaf::Json(value)))
+        }
+        PathAccess::Binding { slot } => match input.bindings.get(usize::from(*slot)) {
+            Some(s) => f(Ok(Leaf::Str(s))),
+            None => f(Err(Stop::Missing)),
+        },
+        PathAccess::Query { name } => match input.resource.query(name) {
+            QueryValue::One(value) => f(Ok(Leaf::Str(&value))),
+            QueryValue::Absent => f(Err(Stop::Missing)),
+            QueryValue::Repeated => f(Err(Stop::Ambiguous)),
+        },
+        PathAccess::RequestSkill => f(Ok(Leaf::Str(input.skill))),
+        PathAccess::RequestOperation => f(Ok(Leaf::Str(input.operation))),
+        PathAccess::RequestTransaction => match input.transaction {
+            Some(tx) => f(Ok(Leaf::Str(tx))),
+            None => f(Err(Stop::Missing)),
+        },
+    }
+}
