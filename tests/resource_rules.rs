@@ -1025,3 +1025,11 @@ proptest! {
         let _ = ResourcePattern::compile(ResourceKind::Http, &text);
     }
 }
+
+#[test]
+fn compiled_pattern_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ResourcePattern>();
+    assert_send_sync::<RequestResource<'static>>();
+    assert_send_sync::<Bindings<'static>>();
+}

@@ -620,3 +620,9 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn compiled_window_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CompiledWindow>();
+}
