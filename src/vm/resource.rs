@@ -1,30 +1,605 @@
-//! PLACEHOLDER until the `resource` branch merges (same signatures).
-#![allow(missing_docs, clippy::all)]
+//! Request resources: strict parsing and template matching (SPEC §2.2, §5.1 steps 2–3).
+//!
+//! - [`RequestResource`] is a request's resource string, parsed and validated once, borrowing
+//!   from the request. Anything ambiguous — dot segments, encoded separators, NUL, bad
+//!   percent-encoding, userinfo, fragments, empty segments — is a [`ResourceRejection`], which the
+//!   engine turns into a deny with reason `resource`. Nothing is ever normalised into a match.
+//! - [`ResourcePattern::matches`] matches a parsed request against a compiled template, writing
+//!   `{name}` bindings into a reusable [`Bindings`] buffer. A request without percent-escapes
+//!   matches without allocating.
+//! - [`RequestResource::query`] reads one query parameter as a [`QueryValue`]; a parameter given
+//!   twice is [`QueryValue::Repeated`], so parameter pollution never picks a winner.
+//!
+//! The rules, with an example of each, are in `docs/resources.md`.
+
 use std::borrow::Cow;
-use crate::bytecode::resource::ResourcePattern;
-use crate::syntax::ast::ResourceKind;
-#[derive(Debug)]
-pub struct RequestResource<'a> { text: &'a str }
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ResourceRejection { #[error("malformed resource")] Malformed }
-pub enum QueryValue<'a> { Absent, One(Cow<'a, str>), Repeated }
-#[derive(Debug, Default)]
-pub struct Bindings<'a> { v: Vec<Cow<'a, str>> }
-impl<'a> Bindings<'a> { pub fn new() -> Self { Self::default() } pub fn get(&self, slot: usize) -> Option<&str> { self.v.get(slot).map(|c| &**c) } }
-impl<'a> RequestResource<'a> {
-    pub fn parse(text: &'a str) -> Result<Self, ResourceRejection> { if text.contains("..") { return Err(ResourceRejection::Malformed) } Ok(Self { text }) }
-    pub fn kind(&self) -> ResourceKind { ResourceKind::Http }
-    pub fn query(&self, _name: &str) -> QueryValue<'a> { QueryValue::Absent }
+use std::fmt;
+
+use crate::bytecode::resource::percent::{self, DecodeProblem};
+use crate::bytecode::resource::{
+    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
+    is_dot_segment, parse_port, quote, split_port,
+};
+
+/// Which part of a resource a problem is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourcePart {
+    /// The `/`-separated path (or the locator of a non-http resource).
+    Path,
+    /// The query string after `?`.
+    Query,
 }
-impl ResourcePattern {
-    pub fn matches<'a>(&self, request: &RequestResource<'a>, bindings: &mut Bindings<'a>) -> bool {
-        bindings.v.clear();
-        let p: Vec<&str> = self.locator().split('/').collect();
-        let r: Vec<&str> = request.text.split('?').next().unwrap_or("").split('/').collect();
-        if p.len() != r.len() { return false; }
-        for (a, b) in p.iter().zip(r.iter()) {
-            if a.starts_with('{') { bindings.v.push(Cow::Borrowed(b)); } else if a != b && *a != "*" { return false; }
+
+impl ResourcePart {
+    fn name(self) -> &'static str {
+        match self {
+            ResourcePart::Path => "path",
+            ResourcePart::Query => "query",
         }
-        true
+    }
+}
+
+/// Why a request's resource is refused before any matching. Each is a deny with reason
+/// `resource`; the `Display` form is the deny message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceRejection {
+    /// The resource string is empty.
+    Empty,
+    /// No `http://`, `https://`, `db:`, `oauth:`, `tool:`, `service:` or `secret:` prefix.
+    UnknownKind {
+        /// The resource as given (truncated).
+        resource: String,
+    },
+    /// A raw control or whitespace character anywhere (NUL has its own variant).
+    ControlCharacter {
+        /// The character's code point.
+        code: u32,
+    },
+    /// A NUL byte, raw or as `%00`.
+    Nul {
+        /// True for `%00`, false for a raw NUL.
+        encoded: bool,
+    },
+    /// A raw `\` in the host or path.
+    Backslash,
+    /// A `#fragment`.
+    Fragment {
+        /// The fragment, from `#`.
+        fragment: String,
+    },
+    /// `user[:password]@` before the host, e.g. `https://calendar.example.com@evil.com/`.
+    Userinfo {
+        /// Everything up to and including the last `@`.
+        userinfo: String,
+    },
+    /// `https:///path` or `https://:443/`.
+    EmptyHost,
+    /// A host with a non-ASCII character (write IDNs in punycode).
+    NonAsciiHost {
+        /// The host as given.
+        host: String,
+    },
+    /// A host with a character outside `[A-Za-z0-9_-]`, an empty label, or a bad IPv6 literal.
+    InvalidHost {
+        /// The host as given.
+        host: String,
+    },
+    /// A port that is empty, not decimal, zero, or above 65535.
+    BadPort {
+        /// The port text after `:`.
+        port: String,
+    },
+    /// `db:` with nothing after the colon.
+    EmptyLocator {
+        /// The kind.
+        kind: ResourceKind,
+    },
+    /// `a//b`, a leading `/` in a non-http locator, or `//` at the start of an http path.
+    EmptySegment {
+        /// The path as given.
+        path: String,
+    },
+    /// A `.` or `..` segment, also percent-encoded (`%2e%2E`) or with a `;param` suffix.
+    DotSegment {
+        /// The segment as written.
+        segment: String,
+        /// True when it had to be decoded to be seen as a dot segment.
+        encoded: bool,
+    },
+    /// `%2F` or `%5C` (any case) in the path.
+    EncodedSeparator {
+        /// The escape as written.
+        escape: String,
+    },
+    /// A `%` not followed by two hex digits.
+    BadPercentEncoding {
+        /// Path or query.
+        part: ResourcePart,
+        /// The escape as written (`%`, `%G1`, `%4`).
+        escape: String,
+    },
+    /// An escape that decodes to a control character other than NUL (`%0A`, `%7F`).
+    EncodedControl {
+        /// Path or query.
+        part: ResourcePart,
+        /// The escape as written, or the decoded code point.
+        escape: String,
+    },
+    /// Percent-decoded bytes that are not UTF-8.
+    NotUtf8 {
+        /// Path or query.
+        part: ResourcePart,
+        /// The segment or query component as written.
+        text: String,
+    },
+}
+
+impl fmt::Display for ResourceRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResourceRejection::Empty => f.write_str("resource is empty"),
+            ResourceRejection::UnknownKind { resource } => write!(
+                f,
+                "resource `{resource}` does not start with `https://`, `http://`, `db:`, `oauth:`, `tool:`, `service:` or `secret:`"
+            ),
+            ResourceRejection::ControlCharacter { code } => write!(
+                f,
+                "resource contains a control or whitespace character (U+{code:04X})"
+            ),
+            ResourceRejection::Nul { encoded: true } => {
+                f.write_str("resource contains an encoded nul `%00`")
+            }
+            ResourceRejection::Nul { encoded: false } => {
+                f.write_str("resource contains a nul byte")
+            }
+            ResourceRejection::Backslash => f.write_str("path contains a raw `\\`"),
+            ResourceRejection::Fragment { fragment } => {
+                write!(f, "resource contains a fragment `{fragment}`")
+            }
+            ResourceRejection::Userinfo { userinfo } => {
+                write!(f, "url contains userinfo `{userinfo}` before the host")
+            }
+            ResourceRejection::EmptyHost => f.write_str("url has an empty host"),
+            ResourceRejection::NonAsciiHost { host } => write!(
+                f,
+                "host `{host}` contains a non-ascii character (write it in punycode)"
+            ),
+            ResourceRejection::InvalidHost { host } => {
+                write!(f, "host `{host}` is not a valid host name")
+            }
+            ResourceRejection::BadPort { port } => {
+                write!(f, "port `{port}` is not a number in 1..=65535")
+            }
+            ResourceRejection::EmptyLocator { kind } => {
+                write!(f, "resource `{}:` has an empty locator", kind.name())
+            }
+            ResourceRejection::EmptySegment { path } => {
+                write!(f, "path `{path}` contains an empty segment")
+            }
+            ResourceRejection::DotSegment {
+                segment,
+                encoded: false,
+            } => write!(f, "path contains a `{segment}` segment"),
+            ResourceRejection::DotSegment {
+                segment,
+                encoded: true,
+            } => write!(
+                f,
+                "path contains a `{segment}` segment, which percent-decodes to a dot segment"
+            ),
+            ResourceRejection::EncodedSeparator { escape } => {
+                write!(f, "path contains an encoded separator `{escape}`")
+            }
+            ResourceRejection::BadPercentEncoding { part, escape } => write!(
+                f,
+                "{} contains invalid percent-encoding `{escape}`",
+                part.name()
+            ),
+            ResourceRejection::EncodedControl { part, escape } => write!(
+                f,
+                "{} contains an encoded control character `{escape}`",
+                part.name()
+            ),
+            ResourceRejection::NotUtf8 { part, text } => write!(
+                f,
+                "{} component `{text}` does not percent-decode to utf-8",
+                part.name()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResourceRejection {}
+
+impl ResourceRejection {
+    fn from_decode(problem: DecodeProblem, part: ResourcePart, text: &str) -> Self {
+        match problem {
+            DecodeProblem::BadEscape(escape) => ResourceRejection::BadPercentEncoding {
+                part,
+                escape: quote(&escape),
+            },
+            DecodeProblem::EncodedSeparator(escape) => ResourceRejection::EncodedSeparator {
+                escape: quote(&escape),
+            },
+            DecodeProblem::Nul => ResourceRejection::Nul { encoded: true },
+            DecodeProblem::EncodedControl(escape) => ResourceRejection::EncodedControl {
+                part,
+                escape: quote(&escape),
+            },
+            DecodeProblem::NotUtf8 => ResourceRejection::NotUtf8 {
+                part,
+                text: quote(text),
+            },
+        }
+    }
+}
+
+/// The origin of an http request resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RequestOrigin<'a> {
+    scheme: Scheme,
+    /// As written; compared ASCII-case-insensitively.
+    host: &'a str,
+    /// The effective port: the scheme's default when none was written.
+    port: u16,
+}
+
+/// A request's resource string, parsed and validated.
+///
+/// INVARIANT (validated-request): every segment of `path` is non-empty except possibly the last,
+/// contains no raw `\`, percent-decodes (per segment) to UTF-8 with no `/`, `\`, NUL or control
+/// character, and is not a dot segment; every `&`-separated component of `query` percent-decodes
+/// the same way (without the separator rule). Upheld by [`RequestResource::parse`], the only
+/// constructor; matching relies on it and still fails closed if it were broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestResource<'a> {
+    text: &'a str,
+    kind: ResourceKind,
+    origin: Option<RequestOrigin<'a>>,
+    /// `/`-separated segments; for http the path without its leading `/` (`""` for the root).
+    path: &'a str,
+    query: Option<&'a str>,
+}
+
+const NON_HTTP_KINDS: [ResourceKind; 5] = [
+    ResourceKind::Db,
+    ResourceKind::Oauth,
+    ResourceKind::Tool,
+    ResourceKind::Service,
+    ResourceKind::Secret,
+];
+
+impl<'a> RequestResource<'a> {
+    /// Parses and validates a request's resource string. Allocates only to build a rejection
+    /// or to check the UTF-8 of percent-decoded text.
+    pub fn parse(text: &'a str) -> Result<RequestResource<'a>, ResourceRejection> {
+        if text.is_empty() {
+            return Err(ResourceRejection::Empty);
+        }
+        check_raw_characters(text)?;
+        let (kind, after_kind) = detect_kind(text)?;
+        if let Some(at) = text.find('#') {
+            return Err(ResourceRejection::Fragment {
+                fragment: quote(text.get(at..).unwrap_or("#")),
+            });
+        }
+        let (before_query, query) = match after_kind.split_once('?') {
+            Some((before, query)) => (before, Some(query)),
+            None => (after_kind, None),
+        };
+        if before_query.contains('\\') {
+            return Err(ResourceRejection::Backslash);
+        }
+        let (origin, path) = match kind {
+            ResourceKind::Http => {
+                let (origin, path) = parse_origin(text, before_query)?;
+                (Some(origin), path)
+            }
+            _ if before_query.is_empty() => return Err(ResourceRejection::EmptyLocator { kind }),
+            _ => (None, before_query),
+        };
+        validate_path(path)?;
+        if let Some(query) = query {
+            validate_query(query)?;
+        }
+        // INVARIANT (validated-request): path and query validated above.
+        Ok(RequestResource {
+            text,
+            kind,
+            origin,
+            path,
+            query,
+        })
+    }
+
+    /// The resource string as given.
+    pub fn as_str(&self) -> &'a str {
+        self.text
+    }
+
+    /// The resource kind.
+    pub fn kind(&self) -> ResourceKind {
+        self.kind
+    }
+
+    /// The scheme of an http resource.
+    pub fn scheme(&self) -> Option<Scheme> {
+        self.origin.map(|o| o.scheme)
+    }
+
+    /// The host of an http resource, as written (compare it case-insensitively).
+    pub fn host(&self) -> Option<&'a str> {
+        self.origin.map(|o| o.host)
+    }
+
+    /// The effective port of an http resource (443/80 when none was written).
+    pub fn port(&self) -> Option<u16> {
+        self.origin.map(|o| o.port)
+    }
+
+    /// The raw (still percent-encoded) `/`-separated path: for http without its leading `/`,
+    /// for the other kinds the locator after `KIND:`.
+    pub fn path(&self) -> &'a str {
+        self.path
+    }
+
+    /// The raw query string after `?`, if any.
+    pub fn query_string(&self) -> Option<&'a str> {
+        self.query
+    }
+
+    /// The value of query parameter `name` (compared after percent-decoding, `+` read as a
+    /// space). A parameter without `=` has the empty value.
+    pub fn query(&self, name: &str) -> QueryValue<'a> {
+        let Some(query) = self.query else {
+            return QueryValue::Absent;
+        };
+        let mut found: Option<&'a str> = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if percent::decoded_eq(key, true, name) {
+                if found.is_some() {
+                    return QueryValue::Repeated;
+                }
+                found = Some(value);
+            }
+        }
+        match found {
+            None => QueryValue::Absent,
+            Some(value) => match percent::decode(value, true) {
+                Some(decoded) => QueryValue::One(decoded),
+                // Unreachable by INVARIANT (validated-request); `Repeated` fails every
+                // constraint, where `Absent` could satisfy an `optional` one.
+                None => QueryValue::Repeated,
+            },
+        }
+    }
+}
+
+/// One query parameter's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryValue<'a> {
+    /// Not in the query string.
+    Absent,
+    /// Given exactly once; percent-decoded, `+` read as a space.
+    One(Cow<'a, str>),
+    /// Given more than once (even with equal values): every constraint on it fails.
+    Repeated,
+}
+
+/// Rejects raw NUL, control and whitespace characters anywhere in the resource.
+fn check_raw_characters(text: &str) -> Result<(), ResourceRejection> {
+    match text.chars().find(|c| c.is_control() || c.is_whitespace()) {
+        None => Ok(()),
+        Some('\0') => Err(ResourceRejection::Nul { encoded: false }),
+        Some(c) => Err(ResourceRejection::ControlCharacter { code: u32::from(c) }),
+    }
+}
+
+/// The kind and what follows its prefix (`host...` for http, the locator otherwise).
+fn detect_kind(text: &str) -> Result<(ResourceKind, &str), ResourceRejection> {
+    if Scheme::strip_prefix(text).is_some() {
+        return Ok((ResourceKind::Http, text));
+    }
+    NON_HTTP_KINDS
+        .into_iter()
+        .find_map(|kind| {
+            text.strip_prefix(kind.name())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .map(|rest| (kind, rest))
+        })
+        .ok_or_else(|| ResourceRejection::UnknownKind {
+            resource: quote(text),
+        })
+}
+
+/// Parses `scheme://host[:port]` and returns the origin and the path after its leading `/`.
+fn parse_origin<'a>(
+    whole: &str,
+    url: &'a str,
+) -> Result<(RequestOrigin<'a>, &'a str), ResourceRejection> {
+    let Some((scheme, rest)) = Scheme::strip_prefix(url) else {
+        return Err(ResourceRejection::UnknownKind {
+            resource: quote(whole),
+        });
+    };
+    let (authority, path) = match rest.split_once('/') {
+        Some((authority, path)) => (authority, path),
+        None => (rest, ""),
+    };
+    if let Some(at) = authority.rfind('@') {
+        return Err(ResourceRejection::Userinfo {
+            userinfo: quote(authority.get(..=at).unwrap_or(authority)),
+        });
+    }
+    let (host, port) = split_port(authority);
+    match check_host(host) {
+        Ok(()) => {}
+        Err(HostProblem::Empty) => return Err(ResourceRejection::EmptyHost),
+        Err(HostProblem::NonAscii) => {
+            return Err(ResourceRejection::NonAsciiHost { host: quote(host) });
+        }
+        Err(HostProblem::Invalid) => {
+            return Err(ResourceRejection::InvalidHost { host: quote(host) });
+        }
+    }
+    let port = match port {
+        None => scheme.default_port(),
+        Some(p) => parse_port(p).ok_or_else(|| ResourceRejection::BadPort { port: quote(p) })?,
+    };
+    Ok((RequestOrigin { scheme, host, port }, path))
+}
+
+fn validate_path(path: &str) -> Result<(), ResourceRejection> {
+    let mut segments = path.split('/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        if segment.is_empty() && !last {
+            return Err(ResourceRejection::EmptySegment { path: quote(path) });
+        }
+        let escaped = percent::validate(segment, true, false)
+            .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Path, segment))?;
+        let dot = if escaped {
+            percent::decode(segment, false).is_some_and(|d| is_dot_segment(&d))
+        } else {
+            is_dot_segment(segment)
+        };
+        if dot {
+            return Err(ResourceRejection::DotSegment {
+                segment: quote(segment),
+                encoded: escaped,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn validate_query(query: &str) -> Result<(), ResourceRejection> {
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        for component in [key, value] {
+            percent::validate(component, false, true)
+                .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Query, component))?;
+        }
+    }
+    Ok(())
+}
+
+/// The `{name}` bindings of one match, reused across matches so the hot path does not allocate.
+///
+/// Slot `i` holds the percent-decoded segment bound to `pattern.bindings()[i]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bindings<'a> {
+    slots: Vec<Option<Cow<'a, str>>>,
+}
+
+impl<'a> Bindings<'a> {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Bindings { slots: Vec::new() }
+    }
+
+    /// The value bound in `slot` by the last successful match.
+    pub fn get(&self, slot: usize) -> Option<&str> {
+        self.slots.get(slot).and_then(|s| s.as_deref())
+    }
+
+    /// The number of slots of the last match (bound or not).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True when there are no slots.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Forgets every value, keeping the capacity.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+    }
+
+    fn reset(&mut self, slots: usize) {
+        self.slots.clear();
+        self.slots.resize(slots, None);
+    }
+
+    fn set(&mut self, slot: usize, value: Cow<'a, str>) -> bool {
+        match self.slots.get_mut(slot) {
+            Some(place) => {
+                *place = Some(value);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl ResourcePattern {
+    /// True when `request` matches this template; on a match `bindings` holds the `{name}`
+    /// values (slot `i` = `self.bindings()[i]`), otherwise it is left empty.
+    pub fn matches<'a>(&self, request: &RequestResource<'a>, bindings: &mut Bindings<'a>) -> bool {
+        bindings.reset(self.bindings().len());
+        let matched = self.kind() == request.kind
+            && self.origin_matches(request)
+            && self.path_matches(request.path, bindings);
+        if !matched {
+            bindings.clear();
+        }
+        matched
+    }
+
+    fn origin_matches(&self, request: &RequestResource<'_>) -> bool {
+        match (self.origin(), request.origin) {
+            (None, None) => true,
+            (Some(pattern), Some(origin)) => {
+                pattern.scheme == origin.scheme
+                    && pattern.port == origin.port
+                    && host_matches(&pattern.host, origin.host)
+            }
+            _ => false,
+        }
+    }
+
+    fn path_matches<'a>(&self, path: &'a str, bindings: &mut Bindings<'a>) -> bool {
+        let mut segments = path.split('/');
+        for pattern in self.segments() {
+            let Some(segment) = segments.next() else {
+                return false;
+            };
+            let ok = match pattern {
+                SegmentPattern::Literal(literal) => percent::decoded_eq(segment, false, literal),
+                SegmentPattern::Any => !segment.is_empty(),
+                SegmentPattern::Bind(slot) => {
+                    !segment.is_empty()
+                        && percent::decode(segment, false)
+                            .is_some_and(|value| bindings.set(*slot, value))
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if self.has_rest() {
+            // `**`: one or more further segments, none empty (a trailing slash never matches it).
+            let mut rest = segments.peekable();
+            rest.peek().is_some() && rest.all(|s| !s.is_empty())
+        } else {
+            segments.next().is_none()
+        }
+    }
+}
+
+fn host_matches(pattern: &HostPattern, host: &str) -> bool {
+    match pattern {
+        HostPattern::Exact(exact) => exact.eq_ignore_ascii_case(host),
+        HostPattern::Suffix(suffix) => {
+            // The suffix starts with `.`, and request hosts have no empty labels, so a longer
+            // host ending in it has at least one label before it: the apex never matches.
+            host.len() > suffix.len()
+                && host
+                    .get(host.len().saturating_sub(suffix.len())..)
+                    .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
+        }
     }
 }

@@ -1,0 +1,1035 @@
+//! Resource templates and request resources (SPEC §2.2): one test per deny rule and per
+//! matching rule, plus property tests.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::borrow::Cow;
+
+use capgate::bytecode::resource::{ResourceKind, ResourcePattern};
+use capgate::vm::resource::{
+    Bindings, QueryValue, RequestResource, ResourcePart, ResourceRejection,
+};
+use proptest::prelude::*;
+
+fn http(template: &str) -> ResourcePattern {
+    ResourcePattern::compile(ResourceKind::Http, template)
+        .unwrap_or_else(|e| panic!("template `{template}` should compile: {e}"))
+}
+
+fn template_error(kind: ResourceKind, template: &str) -> String {
+    match ResourcePattern::compile(kind, template) {
+        Ok(p) => panic!("template `{template}` should not compile, got {p:?}"),
+        Err(e) => e.message,
+    }
+}
+
+fn rejected(resource: &str) -> ResourceRejection {
+    match RequestResource::parse(resource) {
+        Ok(r) => panic!("`{resource}` should be rejected, parsed as {r:?}"),
+        Err(e) => e,
+    }
+}
+
+fn parsed(resource: &str) -> RequestResource<'_> {
+    RequestResource::parse(resource).unwrap_or_else(|e| panic!("`{resource}` should parse: {e}"))
+}
+
+fn matches(pattern: &ResourcePattern, resource: &str) -> bool {
+    let request = parsed(resource);
+    let mut bindings = Bindings::new();
+    pattern.matches(&request, &mut bindings)
+}
+
+fn bound(pattern: &ResourcePattern, resource: &str) -> Vec<Option<String>> {
+    let request = parsed(resource);
+    let mut bindings = Bindings::new();
+    assert!(
+        pattern.matches(&request, &mut bindings),
+        "`{resource}` should match"
+    );
+    (0..pattern.bindings().len())
+        .map(|i| bindings.get(i).map(str::to_owned))
+        .collect()
+}
+
+// ---------------------------------------------------------------- deny rules: dot segments
+
+#[test]
+fn dot_dot_segment_is_rejected() {
+    let e = rejected("https://api.example.com/v1/../admin");
+    assert!(matches!(
+        e,
+        ResourceRejection::DotSegment { encoded: false, .. }
+    ));
+    assert_eq!(e.to_string(), "path contains a `..` segment");
+}
+
+#[test]
+fn single_dot_segment_is_rejected() {
+    assert!(matches!(
+        rejected("https://api.example.com/v1/./items"),
+        ResourceRejection::DotSegment { .. }
+    ));
+}
+
+#[test]
+fn trailing_dot_dot_segment_is_rejected() {
+    assert!(matches!(
+        rejected("https://api.example.com/v1/.."),
+        ResourceRejection::DotSegment { .. }
+    ));
+}
+
+#[test]
+fn percent_encoded_dot_segments_are_rejected_in_any_case() {
+    for resource in [
+        "https://api.example.com/v1/%2e%2E/admin",
+        "https://api.example.com/v1/%2E%2e/admin",
+        "https://api.example.com/v1/.%2e/admin",
+        "https://api.example.com/v1/%2e./admin",
+        "https://api.example.com/v1/%2e/admin",
+    ] {
+        assert!(
+            matches!(
+                rejected(resource),
+                ResourceRejection::DotSegment { encoded: true, .. }
+            ),
+            "{resource}"
+        );
+    }
+    assert_eq!(
+        rejected("https://h.example.com/%2e%2E").to_string(),
+        "path contains a `%2e%2E` segment, which percent-decodes to a dot segment"
+    );
+}
+
+#[test]
+fn dot_segment_with_path_parameter_is_rejected() {
+    assert!(matches!(
+        rejected("https://api.example.com/v1/..;jsessionid=1/admin"),
+        ResourceRejection::DotSegment { .. }
+    ));
+}
+
+#[test]
+fn dot_segment_in_non_http_locator_is_rejected() {
+    assert!(matches!(
+        rejected("db:crm/../hr"),
+        ResourceRejection::DotSegment { .. }
+    ));
+    assert!(matches!(
+        rejected("tool:./x"),
+        ResourceRejection::DotSegment { .. }
+    ));
+}
+
+#[test]
+fn segments_that_merely_contain_dots_are_accepted() {
+    let pattern = http("https://h.example.com/files/{name}");
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/files/..."),
+        [Some("...".to_owned())]
+    );
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/files/a..b"),
+        [Some("a..b".to_owned())]
+    );
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/files/.env"),
+        [Some(".env".to_owned())]
+    );
+}
+
+// ---------------------------------------------------------------- deny rules: separators
+
+#[test]
+fn encoded_slash_is_rejected_in_any_case() {
+    for resource in ["https://h.example.com/a%2Fb", "https://h.example.com/a%2fb"] {
+        let e = rejected(resource);
+        assert!(
+            matches!(e, ResourceRejection::EncodedSeparator { .. }),
+            "{resource}"
+        );
+    }
+    assert_eq!(
+        rejected("https://h.example.com/a%2Fb").to_string(),
+        "path contains an encoded separator `%2F`"
+    );
+}
+
+#[test]
+fn encoded_backslash_is_rejected_in_any_case() {
+    for resource in ["https://h.example.com/a%5Cb", "https://h.example.com/a%5cb"] {
+        assert!(
+            matches!(
+                rejected(resource),
+                ResourceRejection::EncodedSeparator { .. }
+            ),
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn raw_backslash_in_path_is_rejected() {
+    assert_eq!(
+        rejected("https://h.example.com/a\\..\\admin"),
+        ResourceRejection::Backslash
+    );
+    assert_eq!(rejected("db:crm\\acme"), ResourceRejection::Backslash);
+}
+
+#[test]
+fn raw_backslash_in_authority_is_rejected() {
+    assert_eq!(
+        rejected("https://evil.com\\@calendar.example.com/"),
+        ResourceRejection::Backslash
+    );
+}
+
+#[test]
+fn empty_segment_in_the_middle_is_rejected() {
+    assert!(matches!(
+        rejected("https://h.example.com/a//b"),
+        ResourceRejection::EmptySegment { .. }
+    ));
+    assert!(matches!(
+        rejected("https://h.example.com//a"),
+        ResourceRejection::EmptySegment { .. }
+    ));
+    assert!(matches!(
+        rejected("db:/crm"),
+        ResourceRejection::EmptySegment { .. }
+    ));
+    assert!(matches!(
+        rejected("db:crm//x"),
+        ResourceRejection::EmptySegment { .. }
+    ));
+}
+
+// ---------------------------------------------------------------- deny rules: NUL, controls
+
+#[test]
+fn raw_nul_is_rejected() {
+    assert_eq!(
+        rejected("https://h.example.com/a\0b"),
+        ResourceRejection::Nul { encoded: false }
+    );
+}
+
+#[test]
+fn encoded_nul_is_rejected_in_path_and_query() {
+    assert_eq!(
+        rejected("https://h.example.com/a%00b"),
+        ResourceRejection::Nul { encoded: true }
+    );
+    assert_eq!(
+        rejected("https://h.example.com/a?x=%00"),
+        ResourceRejection::Nul { encoded: true }
+    );
+}
+
+#[test]
+fn raw_whitespace_and_control_characters_are_rejected() {
+    for resource in [
+        "https://h.example.com/a b",
+        "https://h.example.com/a\tb",
+        "https://h.example.com/a\nb",
+        "https://h.example.com/a\u{7f}",
+        "https://h.example.com/a\u{85}",
+        "https://h.example.com/a\u{2028}",
+        " https://h.example.com/",
+    ] {
+        assert!(
+            matches!(
+                rejected(resource),
+                ResourceRejection::ControlCharacter { .. }
+            ),
+            "{resource:?}"
+        );
+    }
+}
+
+#[test]
+fn encoded_control_characters_are_rejected() {
+    for resource in [
+        "https://h.example.com/a%0Ab",
+        "https://h.example.com/a%0d",
+        "https://h.example.com/a%7F",
+        "https://h.example.com/a%C2%85",
+        "https://h.example.com/a?x=%0A",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::EncodedControl { .. }),
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn encoded_space_is_an_ordinary_character() {
+    let pattern = http("https://h.example.com/files/{name}");
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/files/my%20file"),
+        [Some("my file".to_owned())]
+    );
+}
+
+// ---------------------------------------------------------------- deny rules: percent-encoding
+
+#[test]
+fn lone_percent_is_rejected() {
+    let e = rejected("https://h.example.com/100%");
+    assert_eq!(
+        e,
+        ResourceRejection::BadPercentEncoding {
+            part: ResourcePart::Path,
+            escape: "%".to_owned()
+        }
+    );
+    assert_eq!(e.to_string(), "path contains invalid percent-encoding `%`");
+}
+
+#[test]
+fn non_hex_percent_escape_is_rejected() {
+    assert_eq!(
+        rejected("https://h.example.com/a%G1"),
+        ResourceRejection::BadPercentEncoding {
+            part: ResourcePart::Path,
+            escape: "%G1".to_owned()
+        }
+    );
+}
+
+#[test]
+fn truncated_percent_escape_is_rejected() {
+    assert_eq!(
+        rejected("https://h.example.com/a%4"),
+        ResourceRejection::BadPercentEncoding {
+            part: ResourcePart::Path,
+            escape: "%4".to_owned()
+        }
+    );
+}
+
+#[test]
+fn bad_percent_encoding_in_query_is_rejected() {
+    assert_eq!(
+        rejected("https://h.example.com/a?x=%zz"),
+        ResourceRejection::BadPercentEncoding {
+            part: ResourcePart::Query,
+            escape: "%zz".to_owned()
+        }
+    );
+    assert!(matches!(
+        rejected("https://h.example.com/a?%=1"),
+        ResourceRejection::BadPercentEncoding {
+            part: ResourcePart::Query,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn percent_decoding_to_invalid_utf8_is_rejected() {
+    for resource in [
+        "https://h.example.com/a%FF",
+        "https://h.example.com/a%C3",
+        "https://h.example.com/%C0%AE%C0%AE/admin",
+        "https://h.example.com/a?x=%FF",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::NotUtf8 { .. }),
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn double_encoding_is_decoded_once_only() {
+    // `%252e` decodes to the three characters `%2e`, which is not a dot segment.
+    let pattern = http("https://h.example.com/files/{name}");
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/files/%252e%252e"),
+        [Some("%2e%2e".to_owned())]
+    );
+}
+
+// ---------------------------------------------------------------- deny rules: userinfo, host
+
+#[test]
+fn userinfo_is_rejected() {
+    let e = rejected("https://a@b.example.com/");
+    assert_eq!(
+        e,
+        ResourceRejection::Userinfo {
+            userinfo: "a@".to_owned()
+        }
+    );
+    assert!(matches!(
+        rejected("https://user:pass@b.example.com/"),
+        ResourceRejection::Userinfo { .. }
+    ));
+}
+
+#[test]
+fn userinfo_that_looks_like_the_allowed_host_is_rejected() {
+    let e = rejected("https://calendar.example.com@evil.com/v3/calendars/primary/events");
+    assert_eq!(
+        e.to_string(),
+        "url contains userinfo `calendar.example.com@` before the host"
+    );
+    assert!(matches!(
+        rejected("https://calendar.example.com:443@evil.com/"),
+        ResourceRejection::Userinfo { .. }
+    ));
+    assert!(matches!(
+        rejected("https://evil.com@calendar.example.com/"),
+        ResourceRejection::Userinfo { .. }
+    ));
+}
+
+#[test]
+fn at_sign_in_path_or_query_is_not_userinfo() {
+    let pattern = http("https://h.example.com/users/{email}");
+    assert_eq!(
+        bound(&pattern, "https://h.example.com/users/a@b.com?x=@"),
+        [Some("a@b.com".to_owned())]
+    );
+}
+
+#[test]
+fn fragment_is_rejected() {
+    let e = rejected("https://h.example.com/a#section");
+    assert_eq!(
+        e,
+        ResourceRejection::Fragment {
+            fragment: "#section".to_owned()
+        }
+    );
+    assert!(matches!(
+        rejected("https://h.example.com/a?x=1#f"),
+        ResourceRejection::Fragment { .. }
+    ));
+    assert!(matches!(
+        rejected("tool:x#y"),
+        ResourceRejection::Fragment { .. }
+    ));
+}
+
+#[test]
+fn empty_host_is_rejected() {
+    assert_eq!(rejected("https:///a"), ResourceRejection::EmptyHost);
+    assert_eq!(rejected("https://:443/a"), ResourceRejection::EmptyHost);
+    assert_eq!(rejected("https://"), ResourceRejection::EmptyHost);
+}
+
+#[test]
+fn bad_port_is_rejected() {
+    for resource in [
+        "https://h.example.com:/a",
+        "https://h.example.com:0/a",
+        "https://h.example.com:65536/a",
+        "https://h.example.com:443x/a",
+        "https://h.example.com:-1/a",
+        "https://h.example.com:004430/a",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::BadPort { .. }),
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn non_ascii_host_is_rejected() {
+    assert!(matches!(
+        rejected("https://bücher.example.com/"),
+        ResourceRejection::NonAsciiHost { .. }
+    ));
+    // Punycode is the accepted spelling.
+    assert!(RequestResource::parse("https://xn--bcher-kva.example.com/").is_ok());
+}
+
+#[test]
+fn malformed_host_is_rejected() {
+    for resource in [
+        "https://h..example.com/",
+        "https://.example.com/",
+        "https://example.com./",
+        "https://h%2eexample.com/",
+        "https://h*.example.com/",
+        "https://[zz::1]/",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::InvalidHost { .. }),
+            "{resource}"
+        );
+    }
+}
+
+#[test]
+fn unknown_kind_is_rejected() {
+    for resource in [
+        "ftp://h.example.com/",
+        "HTTPS://h.example.com/",
+        "file:/etc/passwd",
+        "crm/acme",
+        "DB:crm",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::UnknownKind { .. }),
+            "{resource}"
+        );
+    }
+    assert_eq!(rejected(""), ResourceRejection::Empty);
+}
+
+#[test]
+fn empty_non_http_locator_is_rejected() {
+    assert_eq!(
+        rejected("db:"),
+        ResourceRejection::EmptyLocator {
+            kind: ResourceKind::Db
+        }
+    );
+    assert_eq!(
+        rejected("db:").to_string(),
+        "resource `db:` has an empty locator"
+    );
+}
+
+#[test]
+fn long_offending_input_is_truncated_in_messages() {
+    let host = "a".repeat(200);
+    let message = rejected(&format!("https://{host}@evil.com/")).to_string();
+    assert!(message.len() < 120, "{message}");
+    assert!(message.contains('…'));
+}
+
+// ---------------------------------------------------------------- matching: host and port
+
+#[test]
+fn host_is_compared_case_insensitively() {
+    let pattern = http("https://Calendar.Example.com/v3");
+    assert!(matches(&pattern, "https://calendar.example.com/v3"));
+    assert!(matches(&pattern, "https://CALENDAR.EXAMPLE.COM/v3"));
+    assert!(!matches(&pattern, "https://calendar.example.org/v3"));
+}
+
+#[test]
+fn path_is_compared_case_sensitively() {
+    let pattern = http("https://h.example.com/v3/Events");
+    assert!(matches(&pattern, "https://h.example.com/v3/Events"));
+    assert!(!matches(&pattern, "https://h.example.com/v3/events"));
+}
+
+#[test]
+fn explicit_default_port_equals_no_port() {
+    let pattern = http("https://h.example.com/a");
+    assert!(matches(&pattern, "https://h.example.com:443/a"));
+    let pattern = http("https://h.example.com:443/a");
+    assert!(matches(&pattern, "https://h.example.com/a"));
+    let pattern = http("http://h.example.com/a");
+    assert!(matches(&pattern, "http://h.example.com:80/a"));
+}
+
+#[test]
+fn non_default_port_must_match_exactly() {
+    let pattern = http("https://h.example.com:8443/a");
+    assert!(matches(&pattern, "https://h.example.com:8443/a"));
+    assert!(!matches(&pattern, "https://h.example.com/a"));
+    assert!(!matches(
+        &http("https://h.example.com/a"),
+        "https://h.example.com:8443/a"
+    ));
+    // 80 is not the default port of https.
+    assert!(!matches(
+        &http("https://h.example.com/a"),
+        "https://h.example.com:80/a"
+    ));
+}
+
+#[test]
+fn http_and_https_are_different_schemes() {
+    assert!(!matches(
+        &http("https://h.example.com/a"),
+        "http://h.example.com/a"
+    ));
+    assert!(!matches(
+        &http("http://h.example.com/a"),
+        "https://h.example.com/a"
+    ));
+    assert!(!matches(
+        &http("http://h.example.com:443/a"),
+        "https://h.example.com/a"
+    ));
+}
+
+#[test]
+fn wildcard_host_matches_one_or_more_labels() {
+    let pattern = http("https://*.example.com/a");
+    assert!(matches(&pattern, "https://api.example.com/a"));
+    assert!(matches(&pattern, "https://eu.api.example.com/a"));
+    assert!(matches(&pattern, "https://API.Example.COM/a"));
+    assert!(pattern.has_wildcard());
+}
+
+#[test]
+fn wildcard_host_does_not_match_the_apex() {
+    assert!(!matches(
+        &http("https://*.example.com/a"),
+        "https://example.com/a"
+    ));
+}
+
+#[test]
+fn wildcard_host_does_not_match_lookalike_domains() {
+    let pattern = http("https://*.example.com/a");
+    assert!(!matches(&pattern, "https://evilexample.com/a"));
+    assert!(!matches(&pattern, "https://api.example.com.evil.com/a"));
+    assert!(!matches(&pattern, "https://api.example.co/a"));
+}
+
+#[test]
+fn ipv6_literal_host_matches_textually() {
+    let pattern = http("https://[::1]:8443/a");
+    assert!(matches(&pattern, "https://[::1]:8443/a"));
+    assert!(!matches(&pattern, "https://[0::1]:8443/a"));
+}
+
+// ---------------------------------------------------------------- matching: path
+
+#[test]
+fn literal_template_matches_only_itself() {
+    let pattern = http("https://h.example.com/v3/calendars");
+    assert!(matches(&pattern, "https://h.example.com/v3/calendars"));
+    assert!(!matches(&pattern, "https://h.example.com/v3/calendars/x"));
+    assert!(!matches(&pattern, "https://h.example.com/v3"));
+    assert!(!pattern.has_wildcard());
+}
+
+#[test]
+fn literal_segments_compare_after_percent_decoding() {
+    let pattern = http("https://h.example.com/caf%C3%A9/a%20b");
+    assert!(matches(&pattern, "https://h.example.com/café/a%20b"));
+    assert!(matches(&pattern, "https://h.example.com/caf%c3%a9/a%20b"));
+    assert!(matches(
+        &http("https://h.example.com/v3"),
+        "https://h.example.com/%76%33"
+    ));
+}
+
+#[test]
+fn star_matches_exactly_one_non_empty_segment() {
+    let pattern = http("https://h.example.com/v3/*/events");
+    assert!(matches(&pattern, "https://h.example.com/v3/primary/events"));
+    assert!(!matches(&pattern, "https://h.example.com/v3/a/b/events"));
+    assert!(!matches(&pattern, "https://h.example.com/v3/events"));
+    assert!(pattern.has_wildcard());
+}
+
+#[test]
+fn double_star_matches_one_or_more_segments() {
+    let pattern = http("https://h.example.com/files/**");
+    assert!(matches(&pattern, "https://h.example.com/files/a"));
+    assert!(matches(&pattern, "https://h.example.com/files/a/b/c"));
+    assert!(pattern.has_wildcard());
+}
+
+#[test]
+fn double_star_does_not_match_zero_segments() {
+    let pattern = http("https://h.example.com/files/**");
+    assert!(!matches(&pattern, "https://h.example.com/files"));
+    assert!(!matches(&pattern, "https://h.example.com/files/"));
+}
+
+#[test]
+fn double_star_does_not_match_a_trailing_slash() {
+    assert!(!matches(
+        &http("https://h.example.com/files/**"),
+        "https://h.example.com/files/a/"
+    ));
+}
+
+#[test]
+fn trailing_slash_matches_only_a_template_ending_in_slash() {
+    let plain = http("https://h.example.com/v3/items");
+    let slashed = http("https://h.example.com/v3/items/");
+    assert!(!matches(&plain, "https://h.example.com/v3/items/"));
+    assert!(matches(&slashed, "https://h.example.com/v3/items/"));
+    assert!(!matches(&slashed, "https://h.example.com/v3/items"));
+    assert!(!matches(
+        &http("https://h.example.com/v3/*"),
+        "https://h.example.com/v3/"
+    ));
+    assert!(!matches(
+        &http("https://h.example.com/v3/{id}"),
+        "https://h.example.com/v3/"
+    ));
+}
+
+#[test]
+fn root_path_and_no_path_are_the_same() {
+    for template in ["https://h.example.com", "https://h.example.com/"] {
+        let pattern = http(template);
+        assert!(matches(&pattern, "https://h.example.com"), "{template}");
+        assert!(matches(&pattern, "https://h.example.com/"), "{template}");
+        assert!(matches(&pattern, "https://h.example.com?x=1"), "{template}");
+        assert!(!matches(&pattern, "https://h.example.com/a"), "{template}");
+    }
+}
+
+#[test]
+fn bindings_capture_decoded_segments_in_template_order() {
+    let pattern = http("https://h.example.com/orgs/{org}/calendars/{calendar}/events");
+    assert_eq!(pattern.bindings(), ["org", "calendar"]);
+    assert_eq!(
+        bound(
+            &pattern,
+            "https://h.example.com/orgs/acme/calendars/team%20a/events"
+        ),
+        [Some("acme".to_owned()), Some("team a".to_owned())]
+    );
+}
+
+#[test]
+fn unescaped_bindings_borrow_from_the_request() {
+    let pattern = ResourcePattern::compile(ResourceKind::Db, "crm/{org}/records").unwrap();
+    let text = "db:crm/acme/records";
+    let request = parsed(text);
+    let mut bindings = Bindings::new();
+    assert!(pattern.matches(&request, &mut bindings));
+    let value = bindings.get(0).unwrap();
+    // Borrowed: the value points into the request text.
+    let range = text.as_bytes().as_ptr_range();
+    assert!(range.contains(&value.as_ptr()));
+}
+
+#[test]
+fn bindings_buffer_is_emptied_by_a_failed_match_and_reused() {
+    let pattern = http("https://h.example.com/a/{x}/b");
+    let mut bindings = Bindings::new();
+    let good = parsed("https://h.example.com/a/1/b");
+    assert!(pattern.matches(&good, &mut bindings));
+    assert_eq!(bindings.get(0), Some("1"));
+    let bad = parsed("https://h.example.com/a/1/c");
+    assert!(!pattern.matches(&bad, &mut bindings));
+    assert_eq!(bindings.get(0), None);
+    assert!(bindings.is_empty());
+}
+
+#[test]
+fn kinds_never_match_each_other() {
+    let pattern = ResourcePattern::compile(ResourceKind::Db, "crm").unwrap();
+    assert!(matches(&pattern, "db:crm"));
+    assert!(!matches(&pattern, "tool:crm"));
+    assert!(!matches(&http("https://h.example.com/crm"), "db:crm"));
+}
+
+#[test]
+fn non_http_kinds_match_their_locator() {
+    let cases = [
+        (ResourceKind::Db, "crm/{org}/records", "db:crm/acme/records"),
+        (ResourceKind::Oauth, "calendar/*", "oauth:calendar/acme"),
+        (ResourceKind::Tool, "read_text_file", "tool:read_text_file"),
+        (
+            ResourceKind::Service,
+            "outboundGateway",
+            "service:outboundGateway",
+        ),
+        (
+            ResourceKind::Secret,
+            "NYLAS_API_KEY",
+            "secret:NYLAS_API_KEY",
+        ),
+    ];
+    for (kind, template, request) in cases {
+        let pattern = ResourcePattern::compile(kind, template).unwrap();
+        assert!(matches(&pattern, request), "{request}");
+        assert_eq!(pattern.kind(), kind);
+        assert_eq!(pattern.locator(), template);
+    }
+}
+
+#[test]
+fn non_http_double_star_matches_whole_locator() {
+    let pattern = ResourcePattern::compile(ResourceKind::Db, "**").unwrap();
+    assert!(matches(&pattern, "db:crm"));
+    assert!(matches(&pattern, "db:crm/acme/records"));
+    assert!(!matches(&pattern, "db:crm/"));
+}
+
+// ---------------------------------------------------------------- query parameters
+
+#[test]
+fn query_is_not_part_of_matching() {
+    let pattern = http("https://h.example.com/search");
+    assert!(matches(&pattern, "https://h.example.com/search?q=x&page=2"));
+    assert!(matches(&pattern, "https://h.example.com/search?"));
+}
+
+#[test]
+fn query_parameter_is_percent_decoded_with_plus_as_space() {
+    let request = parsed("https://h.example.com/s?q=a+b%2Bc&n%61me=x%26y&flag&empty=");
+    assert_eq!(
+        request.query("q"),
+        QueryValue::One(Cow::Owned("a b+c".to_owned()))
+    );
+    assert_eq!(
+        request.query("name"),
+        QueryValue::One(Cow::Owned("x&y".to_owned()))
+    );
+    assert_eq!(request.query("flag"), QueryValue::One(Cow::Borrowed("")));
+    assert_eq!(request.query("empty"), QueryValue::One(Cow::Borrowed("")));
+    assert_eq!(request.query("missing"), QueryValue::Absent);
+}
+
+#[test]
+fn query_value_without_escapes_is_borrowed() {
+    let request = parsed("https://h.example.com/s?q=plain");
+    assert!(matches!(
+        request.query("q"),
+        QueryValue::One(Cow::Borrowed("plain"))
+    ));
+}
+
+#[test]
+fn repeated_query_parameter_is_pollution() {
+    let request = parsed("https://h.example.com/s?role=user&role=admin");
+    assert_eq!(request.query("role"), QueryValue::Repeated);
+    let same = parsed("https://h.example.com/s?role=user&role=user");
+    assert_eq!(same.query("role"), QueryValue::Repeated);
+}
+
+#[test]
+fn repeated_query_parameter_is_detected_after_decoding_the_name() {
+    let request = parsed("https://h.example.com/s?role=user&%72ole=admin");
+    assert_eq!(request.query("role"), QueryValue::Repeated);
+}
+
+#[test]
+fn query_without_a_query_string_is_absent() {
+    assert_eq!(
+        parsed("https://h.example.com/s").query("q"),
+        QueryValue::Absent
+    );
+}
+
+#[test]
+fn encoded_separators_are_data_in_the_query() {
+    let request = parsed("https://h.example.com/s?path=a%2Fb%5Cc");
+    assert_eq!(
+        request.query("path"),
+        QueryValue::One(Cow::Owned("a/b\\c".to_owned()))
+    );
+}
+
+#[test]
+fn non_http_kinds_accept_a_query() {
+    let request = parsed("tool:search?limit=5");
+    assert_eq!(request.query("limit"), QueryValue::One(Cow::Borrowed("5")));
+    assert_eq!(request.path(), "search");
+}
+
+// ---------------------------------------------------------------- parsed accessors
+
+#[test]
+fn parsed_request_exposes_its_parts() {
+    let request = parsed("https://H.example.com:8443/v3/x?y=1");
+    assert_eq!(request.kind(), ResourceKind::Http);
+    assert_eq!(request.host(), Some("H.example.com"));
+    assert_eq!(request.port(), Some(8443));
+    assert_eq!(request.path(), "v3/x");
+    assert_eq!(request.query_string(), Some("y=1"));
+    assert_eq!(request.as_str(), "https://H.example.com:8443/v3/x?y=1");
+    assert_eq!(parsed("http://h.example.com/").port(), Some(80));
+}
+
+// ---------------------------------------------------------------- template compile errors
+
+#[test]
+fn double_star_must_be_last() {
+    let message = template_error(ResourceKind::Http, "https://h.example.com/**/x");
+    assert_eq!(
+        message,
+        "`**` must be the last segment of a resource template"
+    );
+}
+
+#[test]
+fn duplicate_binding_name_is_an_error() {
+    let message = template_error(ResourceKind::Db, "{org}/x/{org}");
+    assert_eq!(
+        message,
+        "binding `{org}` appears twice in one resource template"
+    );
+}
+
+#[test]
+fn binding_named_query_is_an_error() {
+    let message = template_error(ResourceKind::Http, "https://h.example.com/{query}");
+    assert!(message.contains("shadow `resource.query`"), "{message}");
+}
+
+#[test]
+fn invalid_binding_names_are_errors() {
+    for template in [
+        "{}", "{1x}", "{a-b}", "{a b}", "{a.b}", "x{a}", "{a}x", "{a",
+    ] {
+        let message = template_error(ResourceKind::Db, template);
+        assert!(
+            message.contains("binding") || message.contains("whitespace"),
+            "{template}: {message}"
+        );
+    }
+}
+
+#[test]
+fn wildcard_inside_a_segment_is_an_error() {
+    for template in ["a*", "*a", "***"] {
+        template_error(ResourceKind::Db, template);
+    }
+}
+
+#[test]
+fn empty_template_segments_are_errors() {
+    template_error(ResourceKind::Http, "https://h.example.com/a//b");
+    template_error(ResourceKind::Http, "https://h.example.com//a");
+    template_error(ResourceKind::Db, "/crm");
+    template_error(ResourceKind::Db, "");
+}
+
+#[test]
+fn dot_segments_in_templates_are_errors() {
+    template_error(ResourceKind::Http, "https://h.example.com/a/../b");
+    template_error(ResourceKind::Http, "https://h.example.com/a/./b");
+    template_error(ResourceKind::Http, "https://h.example.com/a/%2e%2e/b");
+}
+
+#[test]
+fn bad_percent_encoding_in_template_literal_is_an_error() {
+    for template in [
+        "https://h.example.com/a%",
+        "https://h.example.com/a%G1",
+        "https://h.example.com/a%2F",
+        "https://h.example.com/a%00",
+        "https://h.example.com/a%FF",
+    ] {
+        template_error(ResourceKind::Http, template);
+    }
+}
+
+#[test]
+fn query_fragment_and_userinfo_in_template_are_errors() {
+    template_error(ResourceKind::Http, "https://h.example.com/a?x=1");
+    template_error(ResourceKind::Http, "https://h.example.com/a#f");
+    template_error(ResourceKind::Http, "https://u@h.example.com/a");
+}
+
+#[test]
+fn http_template_needs_a_literal_scheme_and_valid_host() {
+    template_error(ResourceKind::Http, "h.example.com/a");
+    template_error(ResourceKind::Http, "ftp://h.example.com/a");
+    template_error(ResourceKind::Http, "https:///a");
+    template_error(ResourceKind::Http, "https://h.example.com:0/a");
+    template_error(ResourceKind::Http, "https://bücher.example.com/a");
+    template_error(ResourceKind::Http, "https://{host}.example.com/a");
+    template_error(ResourceKind::Http, "https://a.*.example.com/a");
+}
+
+#[test]
+fn too_broad_wildcard_host_is_an_error() {
+    template_error(ResourceKind::Http, "https://*.com/a");
+    template_error(ResourceKind::Http, "https://*/a");
+}
+
+#[test]
+fn non_http_template_repeating_its_kind_is_an_error() {
+    let error = ResourcePattern::compile(ResourceKind::Db, "db:crm").unwrap_err();
+    assert_eq!(error.help.as_deref(), Some("write `resource db \"crm\"`"));
+}
+
+#[test]
+fn whitespace_and_backslash_in_template_are_errors() {
+    template_error(ResourceKind::Db, "crm acme");
+    template_error(ResourceKind::Db, "crm\\acme");
+}
+
+// ---------------------------------------------------------------- properties
+
+fn safe_segment() -> impl Strategy<Value = String> {
+    // Unreserved characters plus a few sub-delims; never a lone dot segment.
+    "[A-Za-z0-9_~!$'()+,;=:@-][A-Za-z0-9._~!$'()+,;=:@-]{0,8}"
+}
+
+proptest! {
+    #[test]
+    fn any_safe_path_matches_stars_of_the_same_length(
+        segments in prop::collection::vec(safe_segment(), 1..8)
+    ) {
+        let request_text = format!("https://h.example.com/{}", segments.join("/"));
+        let request = RequestResource::parse(&request_text).unwrap();
+        let stars = vec!["*"; segments.len()].join("/");
+        let pattern = http(&format!("https://h.example.com/{stars}"));
+        let mut bindings = Bindings::new();
+        prop_assert!(pattern.matches(&request, &mut bindings));
+        let longer = http(&format!("https://h.example.com/{stars}/*"));
+        prop_assert!(!longer.matches(&request, &mut bindings));
+        let rest = http("https://h.example.com/**");
+        prop_assert!(rest.matches(&request, &mut bindings));
+    }
+
+    #[test]
+    fn any_request_with_a_dot_segment_is_rejected(
+        before in prop::collection::vec(safe_segment(), 0..4),
+        after in prop::collection::vec(safe_segment(), 0..4),
+        dot in prop::sample::select(vec![
+            ".", "..", "%2e", "%2E", "%2e%2e", "%2E%2E", "%2e%2E", ".%2e", "%2E.", "..;x", ".;",
+        ]),
+        kind in prop::sample::select(vec!["https://h.example.com/", "db:", "tool:"]),
+    ) {
+        let mut segments = before.clone();
+        segments.push(dot.to_owned());
+        segments.extend(after);
+        let text = format!("{kind}{}", segments.join("/"));
+        let rejected = matches!(
+            RequestResource::parse(&text),
+            Err(ResourceRejection::DotSegment { .. })
+        );
+        prop_assert!(rejected, "{}", text);
+    }
+
+    #[test]
+    fn binding_round_trips_any_percent_encoded_text(value in "[^\u{0}-\u{1f}\u{7f}-\u{9f}/\\\\]{1,12}") {
+        prop_assume!(value != "." && value != ".." && !value.starts_with(".;") && !value.starts_with("..;"));
+        let encoded: String = value
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect();
+        let text = format!("db:x/{encoded}");
+        let request = RequestResource::parse(&text).unwrap();
+        let pattern = ResourcePattern::compile(ResourceKind::Db, "x/{v}").unwrap();
+        let mut bindings = Bindings::new();
+        prop_assert!(pattern.matches(&request, &mut bindings));
+        prop_assert_eq!(bindings.get(0), Some(value.as_str()));
+    }
+
+    #[test]
+    fn parse_never_panics(text in "\\PC{0,40}") {
+        let _ = RequestResource::parse(&text);
+        let _ = ResourcePattern::compile(ResourceKind::Http, &text);
+    }
+}
+
+#[test]
+fn compiled_pattern_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ResourcePattern>();
+    assert_send_sync::<RequestResource<'static>>();
+    assert_send_sync::<Bindings<'static>>();
+}
