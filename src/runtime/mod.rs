@@ -1,1 +1,3 @@
-//! Clock, rate limits, grants, transactions, approvals and revocation. (Being written.)
+//! Clock, rate limits, grants, transactions, approvals and revocation.
+pub mod clock;
+pub mod rate;
