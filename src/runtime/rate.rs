@@ -93,7 +93,7 @@ impl WindowLimit {
     fn new(count: u64, per: Duration) -> Option<Self> {
         let period = i128::try_from(per.as_nanos()).ok()?;
         // INVARIANT (window-limit): checked here, the only constructor.
-        (count >= 1 && count <= MAX_WINDOW_COUNT && period >= 1).then_some(Self { count, period })
+        ((1..=MAX_WINDOW_COUNT).contains(&count) && period >= 1).then_some(Self { count, period })
     }
 }
 
@@ -198,7 +198,11 @@ impl SlidingWindow {
         let Some((now, start)) = self.bounds(limit, now) else {
             return false;
         };
-        while self.allowed.front().is_some_and(|&t| i128::from(t) <= start) {
+        while self
+            .allowed
+            .front()
+            .is_some_and(|&t| i128::from(t) <= start)
+        {
             self.allowed.pop_front();
         }
         if u64::try_from(self.allowed.len()).is_ok_and(|live| live < limit.count) {
@@ -373,9 +377,23 @@ mod tests {
         let zero = Duration::ZERO;
         let one = Duration::from_nanos(1);
         assert_eq!(RateSpec::Window { count: 0, per: one }.limit(), None);
-        assert_eq!(RateSpec::Window { count: 1, per: zero }.limit(), None);
+        assert_eq!(
+            RateSpec::Window {
+                count: 1,
+                per: zero
+            }
+            .limit(),
+            None
+        );
         let too_many = MAX_WINDOW_COUNT + 1;
-        assert_eq!(RateSpec::Window { count: too_many, per: one }.limit(), None);
+        assert_eq!(
+            RateSpec::Window {
+                count: too_many,
+                per: one
+            }
+            .limit(),
+            None
+        );
         let bucket = |count, per, burst| RateSpec::Bucket { count, per, burst }.limit();
         assert_eq!(bucket(0, one, 1), None);
         assert_eq!(bucket(1, zero, 1), None);
