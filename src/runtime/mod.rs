@@ -1,1 +1,30 @@
-//! Clock, rate limits, grants, transactions, approvals and revocation. (Being written.)
+//! Runtime state of a stateful engine: clock, rate limits, grants, transactions, approvals and
+//! revocation (SPEC §5.2–§5.4).
+//!
+//! - [`Clock`] says what time it is: [`SystemClock`] in production, [`SimulatedClock`] in tests,
+//!   `replay` and the REPL.
+//! - [`StateStore`] is everything the engine reads and consumes between decisions;
+//!   [`InMemoryStore`] implements it for one process. A later Redis backend implements the same
+//!   trait.
+//! - [`Commit`] is what one allowed call consumes (rate-limit slots as [`RateCharge`]s and, per
+//!   [`Authority`], a grant use); [`StateStore::commit`] takes all of it atomically or answers a
+//!   [`CommitRefusal`].
+//! - [`NewGrant`], [`GrantLifetime`], [`GrantStatus`] and [`GrantRefusal`] describe grants;
+//!   [`RateSpec`] describes a `rateLimit`; [`RefusalReason`] maps refusals to deny reasons.
+//!
+//! This layer depends on nothing but std and chrono: the engine builds rate keys, looks up
+//! capabilities and maps refusals to reasons. Semantics and memory costs: `docs/runtime.md`.
+
+pub mod clock;
+mod error;
+mod grants;
+pub mod rate;
+mod store;
+
+pub use clock::{Clock, ClockOutOfRange, SimulatedClock, SystemClock};
+pub use error::StateError;
+pub use grants::{GrantLifetime, GrantRefusal, GrantStatus, NewGrant, RefusalReason};
+pub use rate::{MAX_WINDOW_COUNT, RateSpec};
+pub use store::{
+    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, SHARD_COUNT, StateStore,
+};

@@ -1,0 +1,646 @@
+//! The state store: the seam between the engine and where runtime state lives.
+//!
+//! - [`StateStore`] is the trait the engine calls; a later Redis backend implements it so that a
+//!   fleet of gateways shares rate limits, grants, transactions, approvals and revocations.
+//! - [`InMemoryStore`] is the single-process implementation.
+//! - [`Commit`] is everything one allowed call consumes — one slot per [`RateCharge`] and, for a
+//!   grant, one use of it (see [`Authority`]) — and [`StateStore::commit`] consumes all of it
+//!   atomically or nothing, answering with a [`CommitRefusal`] that says which part failed.
+//!
+//! # Concurrency in [`InMemoryStore`]
+//! Rate-limit state is split over [`SHARD_COUNT`] shards, each a `Mutex<HashMap>` keyed by the
+//! engine's byte-string key; a key's shard comes from a per-store randomly keyed hash, so callers
+//! cannot aim many keys at one shard. Grants, transactions, approvals and revocations live in one
+//! `RwLock`. A commit locks the shards of its keys in ascending shard order and then the registry
+//! (read for `process`/`transaction` lifetimes, write for grants), checks everything, and only
+//! then consumes; no other operation holds more than one lock, so there is no lock-order cycle.
+//!
+//! Poisoned locks are recovered (`PoisonError::into_inner`), not propagated: no code that runs
+//! under these locks can panic (the crate denies `unwrap`, `expect`, `panic` and indexing, and
+//! arithmetic is checked or saturating), and every mutation happens after all checks of its
+//! commit, so a guard is never observed half-way through an update.
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::error::StateError;
+use super::grants::{GrantRefusal, GrantStatus, NewGrant, RefusalReason, Registry};
+use super::rate::{RateSpec, RateState, epoch_nanos};
+
+/// Runtime state shared by every decision of a stateful engine.
+///
+/// Reads that cannot complete must answer the refusing way (a remote backend that cannot reach its
+/// server reports a transaction closed, a skill revoked and unapproved, a rate limit full).
+pub trait StateStore: Send + Sync + fmt::Debug {
+    /// Opens a transaction.
+    ///
+    /// # Errors
+    /// [`StateError::TransactionAlreadyOpen`] if it is open.
+    fn begin_transaction(&self, transaction: &str) -> Result<(), StateError>;
+
+    /// Closes a transaction, ending every grant issued for it.
+    ///
+    /// # Errors
+    /// [`StateError::TransactionNotOpen`] if it is not open.
+    fn end_transaction(&self, transaction: &str) -> Result<(), StateError>;
+
+    /// Whether the transaction is open (begun and not ended).
+    fn is_transaction_open(&self, transaction: &str) -> bool;
+
+    /// Issues a grant.
+    ///
+    /// # Errors
+    /// The token was issued before, the lifetime is empty or out of range, the skill or
+    /// capability is revoked, or the grant names a transaction that is not open.
+    fn issue_grant(&self, grant: NewGrant) -> Result<(), StateError>;
+
+    /// Whether `token` may be used now for a call to `skill`/`capability` made in `transaction`;
+    /// read-only.
+    fn grant_status(
+        &self,
+        token: &str,
+        skill: &str,
+        capability: &str,
+        transaction: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> GrantStatus;
+
+    /// Revokes one grant, for good.
+    ///
+    /// # Errors
+    /// [`StateError::UnknownGrant`] if no grant has this token.
+    fn revoke_grant(&self, token: &str) -> Result<(), StateError>;
+
+    /// Revokes a skill: every later call to it and every later grant for it is refused until
+    /// [`StateStore::lift_skill`]; its grants issued so far are revoked for good.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it.
+    fn revoke_skill(&self, skill: &str) -> Result<(), StateError>;
+
+    /// Revokes one capability of a skill, like [`StateStore::revoke_skill`] for that capability.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it.
+    fn revoke_capability(&self, skill: &str, capability: &str) -> Result<(), StateError>;
+
+    /// Lifts a skill's revocation (not its capabilities' ones); returns whether it was revoked.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it.
+    fn lift_skill(&self, skill: &str) -> Result<bool, StateError>;
+
+    /// Lifts a capability's revocation; returns whether it was revoked.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it.
+    fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, StateError>;
+
+    /// Whether the skill, or that capability of it, is revoked.
+    fn is_revoked(&self, skill: &str, capability: &str) -> bool;
+
+    /// Records the operator's first-use approval of a skill.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it.
+    fn approve(&self, skill: &str) -> Result<(), StateError>;
+
+    /// Whether the skill has a recorded approval.
+    fn is_approved(&self, skill: &str) -> bool;
+
+    /// Whether a call at `now` would get a slot under `spec` for `key`; read-only, so a later
+    /// [`StateStore::commit`] may still refuse if other calls took the slot meanwhile.
+    fn rate_would_allow(&self, key: &[u8], spec: &RateSpec, now: DateTime<Utc>) -> bool;
+
+    /// Atomically checks and consumes everything `commit` names, or nothing.
+    ///
+    /// # Errors
+    /// A [`CommitRefusal`] naming the first part that failed, checking the authority (revocation,
+    /// transaction, grant) before the rate limits in their order.
+    fn commit(&self, commit: &Commit<'_>, now: DateTime<Utc>) -> Result<(), CommitRefusal>;
+}
+
+/// What one allowed call consumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commit<'a> {
+    /// The skill that made the call.
+    pub skill: &'a str,
+    /// The deciding capability.
+    pub capability: &'a str,
+    /// What entitles the call, per the capability's lifetime.
+    pub authority: Authority<'a>,
+    /// One slot of each of these; keys must be distinct.
+    pub rates: &'a [RateCharge<'a>],
+}
+
+/// What entitles a call, by the deciding capability's lifetime (§5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authority<'a> {
+    /// `lifetime process`: good unless the skill or capability is revoked.
+    Process,
+    /// `lifetime transaction`: good while this transaction is open and nothing is revoked.
+    Transaction(&'a str),
+    /// `lifetime call N` or `wallClock D`: spends one use of a grant.
+    Grant(GrantUse<'a>),
+}
+
+/// One use of a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantUse<'a> {
+    /// The token the request carried.
+    pub token: &'a str,
+    /// The transaction the request named, if any.
+    pub transaction: Option<&'a str>,
+    /// If the grant is an expired renewable one, renew it to expire at `now + renew` before
+    /// using it. The engine sets this only if the capability still exists in the current policy;
+    /// it is ignored for a grant that has not expired.
+    pub renew: Option<Duration>,
+}
+
+/// One rate-limit slot to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateCharge<'a> {
+    /// The engine's key: skill, capability, rateLimit index and the `by` values, encoded
+    /// unambiguously.
+    pub key: &'a [u8],
+    /// The limit for that key.
+    pub spec: RateSpec,
+}
+
+/// Why a commit consumed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommitRefusal {
+    /// The skill or capability is revoked (`grant`).
+    Revoked,
+    /// A `transaction`-lifetime call whose transaction is not open (`lifetime`).
+    TransactionNotOpen,
+    /// The grant may not be used.
+    Grant(GrantRefusal),
+    /// `rates[charge]` is full (`rateLimit`); also when its spec cannot be enforced or the
+    /// instant is outside the range a window stores.
+    RateLimited {
+        /// Index into [`Commit::rates`].
+        charge: usize,
+    },
+    /// `rates[charge]` repeats the key of an earlier charge; an engine bug, refused whole.
+    DuplicateRateKey {
+        /// Index into [`Commit::rates`] of the repetition.
+        charge: usize,
+    },
+}
+
+impl CommitRefusal {
+    /// The deny reason this refusal maps to.
+    pub fn reason(self) -> RefusalReason {
+        match self {
+            CommitRefusal::Revoked => RefusalReason::Grant,
+            CommitRefusal::TransactionNotOpen => RefusalReason::Lifetime,
+            CommitRefusal::Grant(refusal) => refusal.reason(),
+            CommitRefusal::RateLimited { .. } | CommitRefusal::DuplicateRateKey { .. } => {
+                RefusalReason::RateLimit
+            }
+        }
+    }
+}
+
+/// How many shards the in-memory rate state is split over; a power of two up to 64 so a commit
+/// can record the shards it needs in one `u64`.
+pub const SHARD_COUNT: usize = 64;
+/// [`SHARD_COUNT`] as the hash's type.
+const SHARD_COUNT_U64: u64 = 64;
+
+type RateShard = HashMap<Box<[u8]>, RateState>;
+type ShardGuards<'a> = [Option<MutexGuard<'a, RateShard>>; SHARD_COUNT];
+
+/// The single-process [`StateStore`].
+pub struct InMemoryStore {
+    registry: RwLock<Registry>,
+    // INVARIANT (shard-count): exactly SHARD_COUNT shards, built in `new`.
+    rate_shards: Box<[Mutex<RateShard>]>,
+    shard_hasher: RandomState,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            registry: RwLock::new(Registry::default()),
+            rate_shards: (0..SHARD_COUNT)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+            shard_hasher: RandomState::new(),
+        }
+    }
+
+    /// How many rate-limit keys have state.
+    pub fn rate_key_count(&self) -> usize {
+        self.rate_shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+
+    /// How many grants were ever issued (they are kept so tokens are never reused).
+    pub fn grant_count(&self) -> usize {
+        self.read_registry().grant_count()
+    }
+
+    fn read_registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.registry.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_registry(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        self.registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn shard_of(&self, key: &[u8]) -> usize {
+        let shard = self.shard_hasher.hash_one(key) % SHARD_COUNT_U64;
+        usize::try_from(shard).unwrap_or(0)
+    }
+
+    /// Locks the shards of every charge, in ascending shard order.
+    fn lock_shards(&self, rates: &[RateCharge<'_>]) -> ShardGuards<'_> {
+        let needed = rates
+            .iter()
+            .fold(0_u64, |mask, charge| mask | 1 << self.shard_of(charge.key));
+        let mut guards: ShardGuards<'_> = std::array::from_fn(|_| None);
+        // INVARIANT (lock-order): shards in ascending index, then (in `commit`) the registry;
+        // every other operation holds a single lock.
+        for (index, (slot, shard)) in guards.iter_mut().zip(self.rate_shards.iter()).enumerate() {
+            if needed & 1 << index != 0 {
+                *slot = Some(lock(shard));
+            }
+        }
+        guards
+    }
+
+    /// Checks that every charge would get a slot, without consuming any.
+    fn check_rates(
+        &self,
+        guards: &ShardGuards<'_>,
+        rates: &[RateCharge<'_>],
+        now: i128,
+    ) -> Result<(), CommitRefusal> {
+        for (charge, rate) in rates.iter().enumerate() {
+            let refused = CommitRefusal::RateLimited { charge };
+            let limit = rate.spec.limit().ok_or(refused)?;
+            let shard = guards
+                .get(self.shard_of(rate.key))
+                .and_then(Option::as_ref)
+                .ok_or(refused)?;
+            let admits = match shard.get(rate.key) {
+                Some(state) => state.admits(&limit, now),
+                None => RateState::new(&limit).admits(&limit, now),
+            };
+            if !admits {
+                return Err(refused);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one slot per charge; every charge passed [`InMemoryStore::check_rates`] under the
+    /// same guards, so each `admit` succeeds.
+    fn consume_rates(&self, guards: &mut ShardGuards<'_>, rates: &[RateCharge<'_>], now: i128) {
+        for rate in rates {
+            let (Some(limit), Some(Some(shard))) =
+                (rate.spec.limit(), guards.get_mut(self.shard_of(rate.key)))
+            else {
+                continue;
+            };
+            match shard.get_mut(rate.key) {
+                Some(state) => {
+                    state.admit(&limit, now);
+                }
+                None => {
+                    let mut state = RateState::new(&limit);
+                    state.admit(&limit, now);
+                    shard.insert(Box::from(rate.key), state);
+                }
+            }
+        }
+    }
+}
+
+impl Default for InMemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for InMemoryStore {
+    // Grant tokens are credentials: print sizes, never contents.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryStore")
+            .field("grants", &self.grant_count())
+            .field("rate_keys", &self.rate_key_count())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(shard: &Mutex<RateShard>) -> MutexGuard<'_, RateShard> {
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn first_duplicate_key(rates: &[RateCharge<'_>]) -> Option<usize> {
+    rates.iter().enumerate().find_map(|(charge, rate)| {
+        rates
+            .iter()
+            .take(charge)
+            .any(|earlier| earlier.key == rate.key)
+            .then_some(charge)
+    })
+}
+
+impl StateStore for InMemoryStore {
+    fn begin_transaction(&self, transaction: &str) -> Result<(), StateError> {
+        self.write_registry().begin_transaction(transaction)
+    }
+
+    fn end_transaction(&self, transaction: &str) -> Result<(), StateError> {
+        self.write_registry().end_transaction(transaction)
+    }
+
+    fn is_transaction_open(&self, transaction: &str) -> bool {
+        self.read_registry().is_transaction_open(transaction)
+    }
+
+    fn issue_grant(&self, grant: NewGrant) -> Result<(), StateError> {
+        self.write_registry().issue_grant(grant)
+    }
+
+    fn grant_status(
+        &self,
+        token: &str,
+        skill: &str,
+        capability: &str,
+        transaction: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> GrantStatus {
+        self.read_registry()
+            .grant_status(token, skill, capability, transaction, now)
+    }
+
+    fn revoke_grant(&self, token: &str) -> Result<(), StateError> {
+        self.write_registry().revoke_grant(token)
+    }
+
+    fn revoke_skill(&self, skill: &str) -> Result<(), StateError> {
+        self.write_registry().revoke_skill(skill);
+        Ok(())
+    }
+
+    fn revoke_capability(&self, skill: &str, capability: &str) -> Result<(), StateError> {
+        self.write_registry().revoke_capability(skill, capability);
+        Ok(())
+    }
+
+    fn lift_skill(&self, skill: &str) -> Result<bool, StateError> {
+        Ok(self.write_registry().lift_skill(skill))
+    }
+
+    fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, StateError> {
+        Ok(self.write_registry().lift_capability(skill, capability))
+    }
+
+    fn is_revoked(&self, skill: &str, capability: &str) -> bool {
+        self.read_registry().is_revoked(skill, capability)
+    }
+
+    fn approve(&self, skill: &str) -> Result<(), StateError> {
+        self.write_registry().approve(skill);
+        Ok(())
+    }
+
+    fn is_approved(&self, skill: &str) -> bool {
+        self.read_registry().is_approved(skill)
+    }
+
+    fn rate_would_allow(&self, key: &[u8], spec: &RateSpec, now: DateTime<Utc>) -> bool {
+        let Some(limit) = spec.limit() else {
+            return false;
+        };
+        let Some(shard) = self.rate_shards.get(self.shard_of(key)) else {
+            return false;
+        };
+        let now = epoch_nanos(now);
+        match lock(shard).get(key) {
+            Some(state) => state.admits(&limit, now),
+            None => RateState::new(&limit).admits(&limit, now),
+        }
+    }
+
+    fn commit(&self, commit: &Commit<'_>, now: DateTime<Utc>) -> Result<(), CommitRefusal> {
+        if let Some(charge) = first_duplicate_key(commit.rates) {
+            return Err(CommitRefusal::DuplicateRateKey { charge });
+        }
+        let nanos = epoch_nanos(now);
+        let mut guards = self.lock_shards(commit.rates);
+        let (skill, capability) = (commit.skill, commit.capability);
+        if let Authority::Grant(_) = commit.authority {
+            let mut registry = self.write_registry();
+            let spend = registry.check_authority(skill, capability, &commit.authority, now)?;
+            self.check_rates(&guards, commit.rates, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, nanos);
+            registry.spend(spend);
+        } else {
+            let registry = self.read_registry();
+            registry.check_authority(skill, capability, &commit.authority, now)?;
+            self.check_rates(&guards, commit.rates, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, nanos);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::grants::GrantLifetime;
+
+    fn at(nanos: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_nanos(1_800_000_000_000_000_000 + nanos)
+    }
+
+    const WINDOW: RateSpec = RateSpec::Window {
+        count: 2,
+        per: Duration::from_nanos(10),
+    };
+
+    fn process_commit<'a>(rates: &'a [RateCharge<'a>]) -> Commit<'a> {
+        Commit {
+            skill: "s",
+            capability: "c",
+            authority: Authority::Process,
+            rates,
+        }
+    }
+
+    #[test]
+    fn commit_consumes_one_slot_per_charge() {
+        let store = InMemoryStore::new();
+        let rates = [RateCharge {
+            key: b"k",
+            spec: WINDOW,
+        }];
+        assert!(store.rate_would_allow(b"k", &WINDOW, at(0)));
+        store.commit(&process_commit(&rates), at(0)).unwrap();
+        store.commit(&process_commit(&rates), at(0)).unwrap();
+        assert!(!store.rate_would_allow(b"k", &WINDOW, at(0)));
+        assert_eq!(
+            store.commit(&process_commit(&rates), at(0)),
+            Err(CommitRefusal::RateLimited { charge: 0 })
+        );
+    }
+
+    #[test]
+    fn refused_commit_consumes_nothing() {
+        let store = InMemoryStore::new();
+        let tight = RateSpec::Window {
+            count: 1,
+            per: Duration::from_nanos(10),
+        };
+        let fill = [RateCharge {
+            key: b"b",
+            spec: tight,
+        }];
+        store.commit(&process_commit(&fill), at(0)).unwrap();
+        let both = [
+            RateCharge {
+                key: b"a",
+                spec: WINDOW,
+            },
+            RateCharge {
+                key: b"b",
+                spec: tight,
+            },
+        ];
+        assert_eq!(
+            store.commit(&process_commit(&both), at(0)),
+            Err(CommitRefusal::RateLimited { charge: 1 })
+        );
+        assert_eq!(store.rate_key_count(), 1);
+    }
+
+    #[test]
+    fn refused_grant_consumes_no_rate_slot() {
+        let store = InMemoryStore::new();
+        let rates = [RateCharge {
+            key: b"k",
+            spec: WINDOW,
+        }];
+        let commit = Commit {
+            authority: Authority::Grant(GrantUse {
+                token: "missing",
+                transaction: None,
+                renew: None,
+            }),
+            ..process_commit(&rates)
+        };
+        assert_eq!(
+            store.commit(&commit, at(0)),
+            Err(CommitRefusal::Grant(GrantRefusal::UnknownToken))
+        );
+        assert_eq!(store.rate_key_count(), 0);
+    }
+
+    #[test]
+    fn full_rate_limit_spends_no_grant_use() {
+        let store = InMemoryStore::new();
+        store
+            .issue_grant(NewGrant {
+                token: "g".into(),
+                skill: "s".into(),
+                capability: "c".into(),
+                transaction: None,
+                issued_at: at(0),
+                revision: 1,
+                lifetime: GrantLifetime::Calls(1),
+            })
+            .unwrap();
+        let zero = RateSpec::Window {
+            count: 0,
+            per: Duration::from_nanos(10),
+        };
+        let rates = [RateCharge {
+            key: b"k",
+            spec: zero,
+        }];
+        let commit = Commit {
+            authority: Authority::Grant(GrantUse {
+                token: "g",
+                transaction: None,
+                renew: None,
+            }),
+            ..process_commit(&rates)
+        };
+        assert_eq!(
+            store.commit(&commit, at(0)),
+            Err(CommitRefusal::RateLimited { charge: 0 })
+        );
+        let valid = GrantStatus::Valid { revision: 1 };
+        assert_eq!(store.grant_status("g", "s", "c", None, at(0)), valid);
+    }
+
+    #[test]
+    fn duplicate_rate_keys_are_refused_whole() {
+        let store = InMemoryStore::new();
+        let charge = RateCharge {
+            key: b"k",
+            spec: WINDOW,
+        };
+        assert_eq!(
+            store.commit(&process_commit(&[charge, charge]), at(0)),
+            Err(CommitRefusal::DuplicateRateKey { charge: 1 })
+        );
+        assert_eq!(store.rate_key_count(), 0);
+    }
+
+    #[test]
+    fn revoked_skill_refuses_process_commits() {
+        let store = InMemoryStore::new();
+        store.revoke_skill("s").unwrap();
+        assert_eq!(
+            store.commit(&process_commit(&[]), at(0)),
+            Err(CommitRefusal::Revoked)
+        );
+        assert!(store.lift_skill("s").unwrap());
+        assert_eq!(store.commit(&process_commit(&[]), at(0)), Ok(()));
+    }
+
+    #[test]
+    fn keys_in_many_shards_commit_together() {
+        let store = InMemoryStore::new();
+        let keys: Vec<Vec<u8>> = (0..200_u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let rates: Vec<RateCharge<'_>> = keys
+            .iter()
+            .map(|key| RateCharge { key, spec: WINDOW })
+            .collect();
+        store.commit(&process_commit(&rates), at(0)).unwrap();
+        store.commit(&process_commit(&rates), at(0)).unwrap();
+        assert!(store.commit(&process_commit(&rates), at(0)).is_err());
+        assert_eq!(store.rate_key_count(), 200);
+    }
+
+    #[test]
+    fn debug_output_does_not_print_grant_tokens() {
+        let store = InMemoryStore::new();
+        store
+            .issue_grant(NewGrant {
+                token: "secret-token".into(),
+                skill: "s".into(),
+                capability: "c".into(),
+                transaction: None,
+                issued_at: at(0),
+                revision: 1,
+                lifetime: GrantLifetime::Calls(1),
+            })
+            .unwrap();
+        assert!(!format!("{store:?}").contains("secret-token"));
+    }
+}
