@@ -2,6 +2,7 @@
 
 pub mod bytecode;
 pub mod compile;
+pub mod engine;
 pub mod limits;
 pub mod manifest;
 pub mod runtime;
@@ -9,3 +10,17 @@ pub mod span;
 pub mod syntax;
 pub mod value;
 pub mod vm;
+
+pub use engine::{
+    AuditRecord, AuditSink, CandidateTrace, Decision, Diagnostic, Engine, EngineBuilder,
+    EngineError, JsonLinesAudit, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader, PolicySet,
+    Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
+};
+pub use limits::Limits;
+pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
+pub use vm::parse_timestamp;
+
+/// Parses a duration such as `500ms`, `30s`, `10m`, `2h` or `1d`.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    syntax::units::parse_duration(text).map(syntax::ast::Duration::to_std)
+}

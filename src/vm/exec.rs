@@ -13,7 +13,7 @@
 use chrono::{DateTime, Utc};
 
 use super::input::Input;
-use super::path::{Leaf, NoTrail, SegmentTrail, Stop, Trail, visit, with_single};
+use super::path::{Leaf, NoTrail, SegmentTrail, Stop, visit, with_single};
 use crate::bytecode::index::{CheckIdx, Index, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{BoundConst, BoundSet, CompiledPath, PathAccess, Program};
