@@ -7,8 +7,10 @@
 
 pub mod ast;
 pub mod error;
+mod lower;
 mod parser;
 pub mod units;
 
 pub use error::SyntaxError;
-pub use parser::parse;
+pub use lower::MAX_COMBINATOR_DEPTH;
+pub use parser::{MAX_NESTING, parse};
