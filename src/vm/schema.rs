@@ -1,13 +1,688 @@
-//! PLACEHOLDER until the `schema` branch merges (same signatures).
-#![allow(missing_docs, clippy::all)]
-use crate::bytecode::schema::SchemaProgram;
-use serde_json::Value;
-pub struct SchemaViolation { pub instance_path: Vec<crate::value::Segment>, pub keyword: &'static str, pub message: String }
-pub fn is_valid(program: &SchemaProgram, instance: &Value) -> bool { first_violation(program, instance).is_none() }
-pub fn first_violation(program: &SchemaProgram, instance: &Value) -> Option<SchemaViolation> {
-    if let Some(props) = program.schema.get("properties").and_then(|p| p.as_object()) {
-        for (k, v) in props { if v == &Value::Bool(false) && instance.get(k).is_some() {
-            return Some(SchemaViolation { instance_path: vec![crate::value::Segment::Key(k.clone())], keyword: "false", message: format!("`{k}` is not allowed") }); } }
-    }
-    None
+//! `payloadSchema` validation: runs a [`SchemaProgram`] against a JSON instance.
+//!
+//! - [`is_valid`] is the hot path. It allocates nothing when the instance is valid: messages are
+//!   built lazily, only by the explaining evaluator, and paths are not tracked.
+//! - [`first_violation`] explains a failure as a [`SchemaViolation`] (instance path, keyword,
+//!   message). It runs the *same* evaluator, so it returns `Some` exactly when [`is_valid`]
+//!   returns `false`.
+//!
+//! Both are bounded. Every subschema evaluation and every `uniqueItems` comparison costs a step;
+//! running out of [`SchemaProgram::step_limit`] steps, or nesting deeper than
+//! [`SchemaProgram::depth_limit`], aborts validation as *invalid* (fail closed) — including
+//! inside `not`, `anyOf` and `if`, where a plain `false` would flip into a pass.
+
+mod format;
+
+use std::cmp::Ordering;
+
+use serde_json::{Map, Number, Value};
+
+use crate::bytecode::schema::{
+    Decimal, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
+};
+use crate::value::{Segment, cmp_numbers, json_eq, truncate_for_message, truncate_str};
+
+pub use format::is_valid_format;
+
+/// Longest quoted instance value in a message, in characters.
+const QUOTE_LIMIT: usize = 64;
+
+/// Why a payload does not satisfy a `payloadSchema`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaViolation {
+    /// Where in the payload the violation is (empty for the payload itself).
+    pub instance_path: Vec<Segment>,
+    /// The schema keyword that failed, e.g. `maxItems`; `false` for a `false` schema reached
+    /// without a keyword, `limits` when validation hit its depth or step limit.
+    pub keyword: &'static str,
+    /// What is wrong, lowercase, one line.
+    pub message: String,
 }
+
+/// True when `instance` validates against `program`. Allocation-free when it does.
+pub fn is_valid(program: &SchemaProgram, instance: &Value) -> bool {
+    let mut eval = Eval {
+        program,
+        steps_left: program.step_limit(),
+        report: Quiet,
+    };
+    matches!(
+        eval.node(program.root(), Instance::Value(instance), 0),
+        Ok(true)
+    )
+}
+
+/// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
+pub fn first_violation(program: &SchemaProgram, instance: &Value) -> Option<SchemaViolation> {
+    let mut eval = Eval {
+        program,
+        steps_left: program.step_limit(),
+        report: Explain::default(),
+    };
+    match eval.node(program.root(), Instance::Value(instance), 0) {
+        Ok(true) => None,
+        Ok(false) => Some(eval.report.found.unwrap_or_else(|| SchemaViolation {
+            instance_path: Vec::new(),
+            keyword: "false",
+            message: "payload does not match the schema".to_owned(),
+        })),
+        Err(abort) => Some(SchemaViolation {
+            // The path is left where the abort happened: `?` skips the `leave`s.
+            instance_path: eval.report.path,
+            keyword: "limits",
+            message: match abort {
+                Abort::Depth => format!(
+                    "schema validation nested deeper than {} levels",
+                    program.depth_limit()
+                ),
+                Abort::Steps => format!(
+                    "schema validation needed more than {} steps",
+                    program.step_limit()
+                ),
+                Abort::BrokenProgram => "schema program is malformed".to_owned(),
+            },
+        }),
+    }
+}
+
+/// Validation stopped before reaching an answer; the instance counts as invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Abort {
+    Depth,
+    Steps,
+    /// A node id outside the arena: an internal invariant broke (never expected).
+    BrokenProgram,
+}
+
+type Outcome = Result<bool, Abort>;
+
+/// What is being validated: a JSON value, or an object member name (for `propertyNames`),
+/// which behaves as a JSON string without being allocated as one.
+#[derive(Debug, Clone, Copy)]
+enum Instance<'a> {
+    Value(&'a Value),
+    Name(&'a str),
+}
+
+impl<'a> Instance<'a> {
+    fn as_str(self) -> Option<&'a str> {
+        match self {
+            Instance::Value(Value::String(s)) => Some(s),
+            Instance::Name(s) => Some(s),
+            Instance::Value(_) => None,
+        }
+    }
+
+    fn type_name(self) -> &'static str {
+        match self {
+            Instance::Value(v) => crate::value::type_name(v),
+            Instance::Name(_) => "string",
+        }
+    }
+
+    fn equals(self, expected: &Value) -> bool {
+        match self {
+            Instance::Value(v) => json_eq(v, expected),
+            Instance::Name(s) => expected.as_str() == Some(s),
+        }
+    }
+
+    fn quoted(self) -> String {
+        match self {
+            Instance::Value(v) => truncate_for_message(v, QUOTE_LIMIT),
+            Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTE_LIMIT),
+        }
+    }
+
+    fn has_type(self, types: TypeSet) -> bool {
+        let ty = match self {
+            Instance::Name(_) | Instance::Value(Value::String(_)) => SchemaType::String,
+            Instance::Value(Value::Null) => SchemaType::Null,
+            Instance::Value(Value::Bool(_)) => SchemaType::Boolean,
+            Instance::Value(Value::Object(_)) => SchemaType::Object,
+            Instance::Value(Value::Array(_)) => SchemaType::Array,
+            Instance::Value(Value::Number(n)) => {
+                return types.contains(SchemaType::Number)
+                    || (types.contains(SchemaType::Integer) && is_integer(n));
+            }
+        };
+        types.contains(ty)
+    }
+}
+
+fn is_integer(n: &Number) -> bool {
+    n.is_i64()
+        || n.is_u64()
+        || n.as_f64()
+            .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+}
+
+/// A path step without allocation; only the explaining report turns it into a [`Segment`].
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Where failures go. [`Quiet`] drops them (the hot path); [`Explain`] records the first.
+trait Report {
+    fn enter(&mut self, step: Step<'_>);
+    fn leave(&mut self);
+    fn fail(&mut self, keyword: &'static str, message: impl FnOnce() -> String);
+}
+
+struct Quiet;
+
+impl Report for Quiet {
+    #[inline]
+    fn enter(&mut self, _: Step<'_>) {}
+    #[inline]
+    fn leave(&mut self) {}
+    #[inline]
+    fn fail(&mut self, _: &'static str, _: impl FnOnce() -> String) {}
+}
+
+#[derive(Default)]
+struct Explain {
+    path: Vec<Segment>,
+    found: Option<SchemaViolation>,
+}
+
+impl Report for Explain {
+    fn enter(&mut self, step: Step<'_>) {
+        self.path.push(match step {
+            Step::Key(k) => Segment::Key(k.to_owned()),
+            Step::Index(i) => Segment::Index(u64::try_from(i).unwrap_or(u64::MAX)),
+        });
+    }
+
+    fn leave(&mut self) {
+        self.path.pop();
+    }
+
+    fn fail(&mut self, keyword: &'static str, message: impl FnOnce() -> String) {
+        if self.found.is_none() {
+            self.found = Some(SchemaViolation {
+                instance_path: self.path.clone(),
+                keyword,
+                message: message(),
+            });
+        }
+    }
+}
+
+struct Eval<'p, R> {
+    program: &'p SchemaProgram,
+    steps_left: u64,
+    report: R,
+}
+
+/// Fails the current keyword: records a lazily built message and returns `Ok(false)`.
+macro_rules! ensure {
+    ($eval:expr, $cond:expr, $keyword:expr, $($message:tt)+) => {
+        if !$cond {
+            $eval.report.fail($keyword, || format!($($message)+));
+            return Ok(false);
+        }
+    };
+}
+
+/// Propagates a failed sub-evaluation (already reported) as `Ok(false)`.
+macro_rules! require {
+    ($outcome:expr) => {
+        if !$outcome? {
+            return Ok(false);
+        }
+    };
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
+}
+
+impl<R: Report> Eval<'_, R> {
+    fn step(&mut self) -> Result<(), Abort> {
+        self.steps_left = self.steps_left.checked_sub(1).ok_or(Abort::Steps)?;
+        Ok(())
+    }
+
+    /// Evaluates a node quietly (for `anyOf`, `oneOf`, `not`, `if`, `contains`,
+    /// `propertyNames`), sharing the step budget. Aborts still propagate.
+    fn quiet(&mut self, id: SchemaNodeId, instance: Instance<'_>, depth: u32) -> Outcome {
+        let mut quiet = Eval {
+            program: self.program,
+            steps_left: self.steps_left,
+            report: Quiet,
+        };
+        let outcome = quiet.node(id, instance, depth);
+        self.steps_left = quiet.steps_left;
+        outcome
+    }
+
+    fn node(&mut self, id: SchemaNodeId, instance: Instance<'_>, depth: u32) -> Outcome {
+        if depth >= self.program.depth_limit() {
+            return Err(Abort::Depth);
+        }
+        self.step()?;
+        match self.program.node(id).ok_or(Abort::BrokenProgram)? {
+            SchemaNode::Always => Ok(true),
+            SchemaNode::Never => {
+                self.report
+                    .fail("false", || "no value is allowed here".to_owned());
+                Ok(false)
+            }
+            SchemaNode::Object(object) => self.object(object, instance, depth + 1),
+        }
+    }
+
+    /// Evaluates a subschema on a member or element, reporting a `false` schema there as
+    /// "not allowed" under the keyword that applied it.
+    fn descend(
+        &mut self,
+        keyword: &'static str,
+        id: SchemaNodeId,
+        step: Step<'_>,
+        instance: &Value,
+        depth: u32,
+    ) -> Outcome {
+        self.report.enter(step);
+        let valid = if matches!(self.program.node(id), Some(SchemaNode::Never)) {
+            self.step()?;
+            self.report.fail(keyword, || match step {
+                Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTE_LIMIT)),
+                Step::Index(i) => format!("item {i} is not allowed"),
+            });
+            false
+        } else {
+            self.node(id, Instance::Value(instance), depth)?
+        };
+        self.report.leave();
+        Ok(valid)
+    }
+
+    fn object(&mut self, schema: &SchemaObject, instance: Instance<'_>, depth: u32) -> Outcome {
+        if let Some(target) = schema.reference {
+            require!(self.node(target, instance, depth));
+        }
+        if let Some(types) = schema.types {
+            ensure!(
+                self,
+                instance.has_type(types),
+                "type",
+                "expected {types}, found {}",
+                instance.type_name()
+            );
+        }
+        if let Some(values) = &schema.enum_values {
+            ensure!(
+                self,
+                values.iter().any(|v| instance.equals(v)),
+                "enum",
+                "value `{}` is not one of {}",
+                instance.quoted(),
+                truncate_for_message(&Value::Array(values.clone()), QUOTE_LIMIT)
+            );
+        }
+        if let Some(expected) = &schema.const_value {
+            ensure!(
+                self,
+                instance.equals(expected),
+                "const",
+                "expected `{}`, found `{}`",
+                truncate_for_message(expected, QUOTE_LIMIT),
+                instance.quoted()
+            );
+        }
+        match instance {
+            Instance::Value(Value::Number(n)) => require!(self.number(schema, n)),
+            Instance::Value(Value::Array(items)) => require!(self.array(schema, items, depth)),
+            Instance::Value(Value::Object(members)) => {
+                require!(self.members(schema, members, depth));
+            }
+            _ => {}
+        }
+        if let Some(text) = instance.as_str() {
+            require!(self.string(schema, text));
+        }
+        self.applicators(schema, instance, depth)
+    }
+
+    fn number(&mut self, schema: &SchemaObject, n: &Number) -> Outcome {
+        use Ordering::{Equal, Greater, Less};
+        let bounds: [(&Option<Number>, &'static str, &[Ordering], &str); 4] = [
+            (&schema.minimum, "minimum", &[Greater, Equal], "at least"),
+            (&schema.maximum, "maximum", &[Less, Equal], "at most"),
+            (
+                &schema.exclusive_minimum,
+                "exclusiveMinimum",
+                &[Greater],
+                "greater than",
+            ),
+            (
+                &schema.exclusive_maximum,
+                "exclusiveMaximum",
+                &[Less],
+                "less than",
+            ),
+        ];
+        for (bound, keyword, allowed, words) in bounds {
+            if let Some(limit) = bound {
+                let holds = cmp_numbers(n, limit).is_some_and(|o| allowed.contains(&o));
+                ensure!(
+                    self,
+                    holds,
+                    keyword,
+                    "expected a number {words} {limit}, found {n}"
+                );
+            }
+        }
+        if let Some((given, divisor)) = &schema.multiple_of {
+            let holds = Decimal::from_number(n).is_some_and(|d| d.is_multiple_of(*divisor));
+            ensure!(
+                self,
+                holds,
+                "multipleOf",
+                "expected a multiple of {given}, found {n}"
+            );
+        }
+        Ok(true)
+    }
+
+    fn string(&mut self, schema: &SchemaObject, text: &str) -> Outcome {
+        if schema.min_length.is_some() || schema.max_length.is_some() {
+            let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+            if let Some(min) = schema.min_length {
+                ensure!(
+                    self,
+                    length >= min,
+                    "minLength",
+                    "expected at least {min} {}, found {length}",
+                    plural(min, "character", "characters")
+                );
+            }
+            if let Some(max) = schema.max_length {
+                ensure!(
+                    self,
+                    length <= max,
+                    "maxLength",
+                    "expected at most {max} {}, found {length}",
+                    plural(max, "character", "characters")
+                );
+            }
+        }
+        if let Some(pattern) = &schema.pattern {
+            self.step()?;
+            ensure!(
+                self,
+                pattern.regex.is_match(text),
+                "pattern",
+                "value `{}` does not match pattern `{}`",
+                quote_str(text),
+                pattern.source
+            );
+        }
+        if let Some(format) = schema.format {
+            ensure!(
+                self,
+                is_valid_format(format, text),
+                "format",
+                "value `{}` is not a valid {}",
+                quote_str(text),
+                format.name()
+            );
+        }
+        Ok(true)
+    }
+
+    fn array(&mut self, schema: &SchemaObject, items: &[Value], depth: u32) -> Outcome {
+        let count = u64::try_from(items.len()).unwrap_or(u64::MAX);
+        if let Some(min) = schema.min_items {
+            ensure!(
+                self,
+                count >= min,
+                "minItems",
+                "expected at least {min} {}, found {count}",
+                plural(min, "item", "items")
+            );
+        }
+        if let Some(max) = schema.max_items {
+            ensure!(
+                self,
+                count <= max,
+                "maxItems",
+                "expected at most {max} {}, found {count}",
+                plural(max, "item", "items")
+            );
+        }
+        if schema.unique_items {
+            for (i, a) in items.iter().enumerate() {
+                for (j, b) in items.iter().enumerate().skip(i + 1) {
+                    self.step()?;
+                    ensure!(
+                        self,
+                        !json_eq(a, b),
+                        "uniqueItems",
+                        "items {i} and {j} are equal, expected unique items"
+                    );
+                }
+            }
+        }
+        for (i, (item, id)) in items.iter().zip(&schema.prefix_items).enumerate() {
+            require!(self.descend("prefixItems", *id, Step::Index(i), item, depth));
+        }
+        if let Some(id) = schema.items {
+            let rest = items.iter().enumerate().skip(schema.prefix_items.len());
+            for (i, item) in rest {
+                require!(self.descend("items", id, Step::Index(i), item, depth));
+            }
+        }
+        if let Some(rule) = schema.contains {
+            let mut found: u64 = 0;
+            for item in items {
+                if found >= rule.min && rule.max.is_none() {
+                    break;
+                }
+                if self.quiet(rule.schema, Instance::Value(item), depth)? {
+                    found += 1;
+                    if rule.max.is_some_and(|max| found > max) {
+                        break;
+                    }
+                }
+            }
+            let min = rule.min;
+            ensure!(
+                self,
+                found >= min,
+                "minContains",
+                "expected at least {min} {} matching `contains`, found {found}",
+                plural(min, "item", "items")
+            );
+            if let Some(max) = rule.max {
+                ensure!(
+                    self,
+                    found <= max,
+                    "maxContains",
+                    "expected at most {max} {} matching `contains`, found more",
+                    plural(max, "item", "items")
+                );
+            }
+        }
+        Ok(true)
+    }
+
+    fn members(
+        &mut self,
+        schema: &SchemaObject,
+        members: &Map<String, Value>,
+        depth: u32,
+    ) -> Outcome {
+        for name in &schema.required {
+            ensure!(
+                self,
+                members.contains_key(name),
+                "required",
+                "missing required property `{}`",
+                truncate_str(name, QUOTE_LIMIT)
+            );
+        }
+        let count = u64::try_from(members.len()).unwrap_or(u64::MAX);
+        if let Some(min) = schema.min_properties {
+            ensure!(
+                self,
+                count >= min,
+                "minProperties",
+                "expected at least {min} {}, found {count}",
+                plural(min, "property", "properties")
+            );
+        }
+        if let Some(max) = schema.max_properties {
+            ensure!(
+                self,
+                count <= max,
+                "maxProperties",
+                "expected at most {max} {}, found {count}",
+                plural(max, "property", "properties")
+            );
+        }
+        for (name, dependents) in &schema.dependent_required {
+            if members.contains_key(name) {
+                for dependent in dependents {
+                    ensure!(
+                        self,
+                        members.contains_key(dependent),
+                        "dependentRequired",
+                        "missing property `{}`, required when `{}` is present",
+                        truncate_str(dependent, QUOTE_LIMIT),
+                        truncate_str(name, QUOTE_LIMIT)
+                    );
+                }
+            }
+        }
+        if let Some(id) = schema.property_names {
+            for name in members.keys() {
+                let valid = self.quiet(id, Instance::Name(name), depth)?;
+                ensure!(
+                    self,
+                    valid,
+                    "propertyNames",
+                    "property name `{}` is not allowed by `propertyNames`",
+                    truncate_str(name, QUOTE_LIMIT)
+                );
+            }
+        }
+        let checks_members = !schema.properties.is_empty()
+            || !schema.pattern_properties.is_empty()
+            || schema.additional_properties.is_some();
+        if checks_members {
+            for (name, value) in members {
+                let mut matched = false;
+                if let Some(id) = schema.property(name) {
+                    matched = true;
+                    require!(self.descend("properties", id, Step::Key(name), value, depth));
+                }
+                for (pattern, id) in &schema.pattern_properties {
+                    self.step()?;
+                    if pattern.regex.is_match(name) {
+                        matched = true;
+                        require!(self.descend(
+                            "patternProperties",
+                            *id,
+                            Step::Key(name),
+                            value,
+                            depth
+                        ));
+                    }
+                }
+                if let (false, Some(id)) = (matched, schema.additional_properties) {
+                    require!(self.descend(
+                        "additionalProperties",
+                        id,
+                        Step::Key(name),
+                        value,
+                        depth
+                    ));
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn applicators(
+        &mut self,
+        schema: &SchemaObject,
+        instance: Instance<'_>,
+        depth: u32,
+    ) -> Outcome {
+        for id in &schema.all_of {
+            require!(self.node(*id, instance, depth));
+        }
+        if !schema.any_of.is_empty() {
+            let mut any = false;
+            for id in &schema.any_of {
+                if self.quiet(*id, instance, depth)? {
+                    any = true;
+                    break;
+                }
+            }
+            ensure!(
+                self,
+                any,
+                "anyOf",
+                "value does not match any schema in `anyOf`"
+            );
+        }
+        if !schema.one_of.is_empty() {
+            let mut first = None;
+            let mut second = None;
+            for (i, id) in schema.one_of.iter().enumerate() {
+                if self.quiet(*id, instance, depth)? {
+                    if first.is_none() {
+                        first = Some(i);
+                    } else {
+                        second = Some(i);
+                        break;
+                    }
+                }
+            }
+            ensure!(
+                self,
+                first.is_some(),
+                "oneOf",
+                "value does not match any schema in `oneOf`"
+            );
+            if let (Some(a), Some(b)) = (first, second) {
+                self.report.fail("oneOf", || {
+                    format!("value matches schemas {a} and {b} in `oneOf`, expected exactly one")
+                });
+                return Ok(false);
+            }
+        }
+        if let Some(id) = schema.not {
+            let matched = self.quiet(id, instance, depth)?;
+            ensure!(
+                self,
+                !matched,
+                "not",
+                "value must not match the schema in `not`"
+            );
+        }
+        if let Some(condition) = schema.condition {
+            let branch = if self.quiet(condition.if_schema, instance, depth)? {
+                condition.then_schema
+            } else {
+                condition.else_schema
+            };
+            if let Some(id) = branch {
+                require!(self.node(id, instance, depth));
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn quote_str(text: &str) -> String {
+    truncate_for_message(&Value::String(text.to_owned()), QUOTE_LIMIT)
+}
+
+#[cfg(test)]
+mod tests;
