@@ -106,7 +106,10 @@ impl fmt::Display for VerifyReason {
                 write!(f, "operand {index} out of range for table `{table}`")
             }
             VerifyReason::BadJump { target } => {
-                write!(f, "jump to {target} is not strictly forward inside the program")
+                write!(
+                    f,
+                    "jump to {target} is not strictly forward inside the program"
+                )
             }
             VerifyReason::StackUnderflow => f.write_str("stack underflow"),
             VerifyReason::StackOverflow => write!(f, "stack deeper than {MAX_STACK}"),
@@ -172,7 +175,12 @@ fn check_operands(program: &Program, op: &Op, at: usize) -> Result<(), VerifyErr
     }
 }
 
-fn merge(heights: &mut [Option<u16>], at: usize, height: u16, from: usize) -> Result<(), VerifyError> {
+fn merge(
+    heights: &mut [Option<u16>],
+    at: usize,
+    height: u16,
+    from: usize,
+) -> Result<(), VerifyError> {
     let slot = heights.get_mut(at).ok_or(VerifyError {
         at: from,
         reason: VerifyReason::BadJump { target: at },
@@ -231,10 +239,12 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
             continue;
         };
         let effect = op.effect();
-        let after_pop = height.checked_sub(u16::from(effect.pops)).ok_or(VerifyError {
-            at,
-            reason: VerifyReason::StackUnderflow,
-        })?;
+        let after_pop = height
+            .checked_sub(u16::from(effect.pops))
+            .ok_or(VerifyError {
+                at,
+                reason: VerifyReason::StackUnderflow,
+            })?;
         let after = after_pop + u16::from(effect.pushes);
         if after > MAX_STACK {
             return Err(VerifyError {
@@ -311,7 +321,9 @@ mod tests {
     fn accepts_a_short_circuit_or() {
         let code = vec![
             Op::Push(false),
-            Op::OrElse { target: jump_to(3).unwrap() },
+            Op::OrElse {
+                target: jump_to(3).unwrap(),
+            },
             Op::Push(true),
             Op::Require { check: check0() },
             Op::Accept,
@@ -324,14 +336,22 @@ mod tests {
     fn rejects_backward_and_self_jumps() {
         let back = vec![
             Op::Push(true),
-            Op::OrElse { target: jump_to(0).unwrap() },
+            Op::OrElse {
+                target: jump_to(0).unwrap(),
+            },
             Op::Accept,
         ];
         assert!(matches!(
             verify(program(back)).unwrap_err().reason,
             VerifyReason::BadJump { target: 0 }
         ));
-        let self_jump = vec![Op::Push(true), Op::AndThen { target: jump_to(1).unwrap() }, Op::Accept];
+        let self_jump = vec![
+            Op::Push(true),
+            Op::AndThen {
+                target: jump_to(1).unwrap(),
+            },
+            Op::Accept,
+        ];
         assert!(matches!(
             verify(program(self_jump)).unwrap_err().reason,
             VerifyReason::BadJump { .. }
@@ -340,7 +360,13 @@ mod tests {
 
     #[test]
     fn rejects_jumps_past_the_end() {
-        let code = vec![Op::Push(true), Op::OrElse { target: jump_to(9).unwrap() }, Op::Accept];
+        let code = vec![
+            Op::Push(true),
+            Op::OrElse {
+                target: jump_to(9).unwrap(),
+            },
+            Op::Accept,
+        ];
         assert!(matches!(
             verify(program(code)).unwrap_err().reason,
             VerifyReason::BadJump { target: 9 }
@@ -350,11 +376,15 @@ mod tests {
     #[test]
     fn rejects_stack_underflow_and_unbalanced_accept() {
         assert_eq!(
-            verify(program(vec![Op::Not, Op::Accept])).unwrap_err().reason,
+            verify(program(vec![Op::Not, Op::Accept]))
+                .unwrap_err()
+                .reason,
             VerifyReason::StackUnderflow
         );
         assert_eq!(
-            verify(program(vec![Op::Push(true), Op::Accept])).unwrap_err().reason,
+            verify(program(vec![Op::Push(true), Op::Accept]))
+                .unwrap_err()
+                .reason,
             VerifyReason::AcceptWithStack(1)
         );
     }
@@ -364,7 +394,9 @@ mod tests {
         // The jump arrives with height 1; the fall-through arrives with height 2.
         let code = vec![
             Op::Push(true),
-            Op::OrElse { target: jump_to(4).unwrap() },
+            Op::OrElse {
+                target: jump_to(4).unwrap(),
+            },
             Op::Push(true),
             Op::Push(true),
             Op::Require { check: check0() },
@@ -379,31 +411,44 @@ mod tests {
     #[test]
     fn rejects_operands_out_of_range() {
         let code = vec![
-            Op::Window { window: crate::bytecode::index::WindowIdx::from_usize(0).unwrap() },
+            Op::Window {
+                window: crate::bytecode::index::WindowIdx::from_usize(0).unwrap(),
+            },
             Op::Require { check: check0() },
             Op::Accept,
         ];
         assert!(matches!(
             verify(program(code)).unwrap_err().reason,
-            VerifyReason::OperandOutOfRange { table: "windows", index: 0 }
+            VerifyReason::OperandOutOfRange {
+                table: "windows",
+                index: 0
+            }
         ));
         let bad_check = vec![
             Op::Push(true),
-            Op::Require { check: CheckIdx::from_usize(5).unwrap() },
+            Op::Require {
+                check: CheckIdx::from_usize(5).unwrap(),
+            },
             Op::Accept,
         ];
         assert!(matches!(
             verify(program(bad_check)).unwrap_err().reason,
-            VerifyReason::OperandOutOfRange { table: "checks", index: 5 }
+            VerifyReason::OperandOutOfRange {
+                table: "checks",
+                index: 5
+            }
         ));
     }
 
     #[test]
     fn rejects_falling_off_the_end_and_empty_programs() {
         assert_eq!(
-            verify(program(vec![Op::Push(true), Op::Require { check: check0() }]))
-                .unwrap_err()
-                .reason,
+            verify(program(vec![
+                Op::Push(true),
+                Op::Require { check: check0() }
+            ]))
+            .unwrap_err()
+            .reason,
             VerifyReason::FallsOffEnd
         );
         let mut empty = program(vec![]);

@@ -53,7 +53,10 @@ pub fn run(args: ReplayArgs) -> u8 {
     let session = match std::fs::read_to_string(&args.session) {
         Ok(text) => text,
         Err(e) => {
-            eprintln!("error: cannot read session `{}`: {e}", args.session.display());
+            eprintln!(
+                "error: cannot read session `{}`: {e}",
+                args.session.display()
+            );
             return EXIT_INPUT;
         }
     };
@@ -164,15 +167,15 @@ fn run_line(
     let command = match present.as_slice() {
         [one] => *one,
         [] => {
-            return error_line(
-                number,
-                format!("expected one of {}", COMMANDS.join(", ")),
-            );
+            return error_line(number, format!("expected one of {}", COMMANDS.join(", ")));
         }
         _ => {
             return error_line(
                 number,
-                format!("a line must have exactly one command, found {}", present.join(", ")),
+                format!(
+                    "a line must have exactly one command, found {}",
+                    present.join(", ")
+                ),
             );
         }
     };
@@ -252,7 +255,11 @@ fn revoke(engine: &Engine, object: &Map<String, Value>) -> Result<String, String
         .and_then(Value::as_object)
         .ok_or("`revoke` must be an object")?;
     only_keys(target, &["grant", "skill", "capability"])?;
-    match (target.get("grant"), target.get("skill"), target.get("capability")) {
+    match (
+        target.get("grant"),
+        target.get("skill"),
+        target.get("capability"),
+    ) {
         (Some(_), None, None) => {
             let token = string_field(target, "grant")?;
             engine.revoke_grant(token).map_err(|e| e.to_string())?;
@@ -271,7 +278,9 @@ fn revoke(engine: &Engine, object: &Map<String, Value>) -> Result<String, String
                 .map_err(|e| e.to_string())?;
             Ok(format!("revoke capability `{skill}`/`{capability}`"))
         }
-        _ => Err("`revoke` takes {\"grant\"}, {\"skill\"} or {\"skill\", \"capability\"}".to_owned()),
+        _ => {
+            Err("`revoke` takes {\"grant\"}, {\"skill\"} or {\"skill\", \"capability\"}".to_owned())
+        }
     }
 }
 
@@ -310,7 +319,12 @@ fn call(
     if let Some(time) = &request.time {
         match parse_timestamp(time) {
             Some(t) => clock.set(t),
-            None => return error_line(number, format!("`time` `{time}` is not an RFC 3339 timestamp")),
+            None => {
+                return error_line(
+                    number,
+                    format!("`time` `{time}` is not an RFC 3339 timestamp"),
+                );
+            }
         }
     }
     let decision = engine.check(&request);
@@ -327,8 +341,16 @@ fn call(
         }
     }
     if let Some(expected) = expect_constraint {
-        if !decision.reasons.iter().any(|r| r.constraint.as_str() == expected) {
-            let seen: Vec<&str> = decision.reasons.iter().map(|r| r.constraint.as_str()).collect();
+        if !decision
+            .reasons
+            .iter()
+            .any(|r| r.constraint.as_str() == expected)
+        {
+            let seen: Vec<&str> = decision
+                .reasons
+                .iter()
+                .map(|r| r.constraint.as_str())
+                .collect();
             problems.push(format!(
                 "expected a `{expected}` reason, got [{}]",
                 seen.join(", ")

@@ -5,13 +5,17 @@
 use super::error::CompileError;
 use crate::bytecode::program::{LifetimeSpec, SensitivityLevel};
 use crate::span::Span;
-use crate::syntax::ast::{Capability, Duration, Lifetime, ResourceKind, Risk, Sensitivity, Spanned};
+use crate::syntax::ast::{
+    Capability, Duration, Lifetime, ResourceKind, Risk, Sensitivity, Spanned,
+};
 
 /// The verbs a resource kind accepts, and which are reads. `None` = any identifier (oauth).
 fn verbs(kind: ResourceKind) -> Option<(&'static [&'static str], &'static [&'static str])> {
     match kind {
         ResourceKind::Http => Some((
-            &["GET", "HEAD", "OPTIONS", "LIST", "POST", "PUT", "PATCH", "DELETE"],
+            &[
+                "GET", "HEAD", "OPTIONS", "LIST", "POST", "PUT", "PATCH", "DELETE",
+            ],
             &["GET", "HEAD", "OPTIONS", "LIST"],
         )),
         ResourceKind::Db => Some((&["SELECT", "INSERT", "UPDATE", "DELETE"], &["SELECT"])),
@@ -38,7 +42,10 @@ pub fn check_operations(
     let mut seen: Vec<&str> = Vec::new();
     for op in operations {
         if seen.contains(&op.node.as_str()) {
-            errors.push(CompileError::new(op.span, format!("duplicate operation `{}`", op.node)));
+            errors.push(CompileError::new(
+                op.span,
+                format!("duplicate operation `{}`", op.node),
+            ));
             continue;
         }
         seen.push(&op.node);

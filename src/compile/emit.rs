@@ -89,7 +89,9 @@ impl<'a> Emitter<'a> {
                     if rate_limits.len() == MAX_RATE_LIMITS {
                         self.error(
                             constraint.span,
-                            format!("a capability may declare at most {MAX_RATE_LIMITS} rate limits"),
+                            format!(
+                                "a capability may declare at most {MAX_RATE_LIMITS} rate limits"
+                            ),
                         );
                     }
                     rate_limits.push(spec);
@@ -99,7 +101,8 @@ impl<'a> Emitter<'a> {
             self.location = Some(self.sources.location(constraint.span));
             let start = self.program.code.len();
             self.expr(constraint, 0);
-            let Some(check) = index::<CheckIdx>(self.program.checks.len(), constraint.span, self.errors)
+            let Some(check) =
+                index::<CheckIdx>(self.program.checks.len(), constraint.span, self.errors)
             else {
                 continue;
             };
@@ -171,7 +174,10 @@ impl<'a> Emitter<'a> {
         let span = constraint.span;
         let optional = constraint.optional;
         if depth > MAX_NESTING {
-            self.error(span, format!("constraints nest deeper than {MAX_NESTING} levels"));
+            self.error(
+                span,
+                format!("constraints nest deeper than {MAX_NESTING} levels"),
+            );
             self.op(Op::Push(false));
             return;
         }
@@ -197,8 +203,11 @@ impl<'a> Emitter<'a> {
             } => {
                 let path = self.path(path, true);
                 let regex = self.regex(&pattern.node, *case_insensitive, pattern.span);
-                path.zip(regex)
-                    .map(|(path, regex)| Op::Matches { path, regex, optional })
+                path.zip(regex).map(|(path, regex)| Op::Matches {
+                    path,
+                    regex,
+                    optional,
+                })
             }
             ConstraintKind::FieldRange { subject, bounds } => {
                 self.field_range(subject, bounds, optional, span)
@@ -223,7 +232,11 @@ impl<'a> Emitter<'a> {
                 }
                 Err(e) => {
                     self.errors.push(CompileError {
-                        span: if e.span == Span::default() { span } else { e.span },
+                        span: if e.span == Span::default() {
+                            span
+                        } else {
+                            e.span
+                        },
                         message: e.message,
                         help: e.help,
                     });
@@ -296,8 +309,11 @@ impl<'a> Emitter<'a> {
     ) {
         if identity.node.root != Root::Agent || identity.node.segments.is_empty() {
             self.errors.push(
-                CompileError::new(identity.span, format!("`{}` is not an agent identity field", identity.node))
-                    .with_help("write `== agent.FIELD`, e.g. `== agent.email`"),
+                CompileError::new(
+                    identity.span,
+                    format!("`{}` is not an agent identity field", identity.node),
+                )
+                .with_help("write `== agent.FIELD`, e.g. `== agent.email`"),
             );
         }
         let other = self.path(identity, false);
@@ -310,9 +326,11 @@ impl<'a> Emitter<'a> {
         let count = paths.len();
         for (i, path) in paths.iter().enumerate() {
             let left = self.path(path, true);
-            let test = left
-                .zip(other)
-                .map(|(path, other)| Op::EqualsPath { path, other, optional });
+            let test = left.zip(other).map(|(path, other)| Op::EqualsPath {
+                path,
+                other,
+                optional,
+            });
             self.op(test.unwrap_or(Op::Push(false)));
             if i + 1 < count {
                 if let Some(target) = JumpTarget::from_usize(0) {
@@ -373,8 +391,11 @@ impl<'a> Emitter<'a> {
             RangeSubject::Field(path) => {
                 if durations > 0 {
                     self.errors.push(
-                        CompileError::new(span, "a duration bound needs a difference of two timestamps")
-                            .with_help("write `fieldRange payload.end - payload.start <= 2h`"),
+                        CompileError::new(
+                            span,
+                            "a duration bound needs a difference of two timestamps",
+                        )
+                        .with_help("write `fieldRange payload.end - payload.start <= 2h`"),
                     );
                     return None;
                 }
@@ -387,16 +408,27 @@ impl<'a> Emitter<'a> {
                 self.program.bounds.push(bound_set);
                 let bounds = index::<BoundsIdx>(n, span, self.errors)?;
                 Some(if nows > 0 {
-                    Op::RangeNow { path, bounds, optional }
+                    Op::RangeNow {
+                        path,
+                        bounds,
+                        optional,
+                    }
                 } else {
-                    Op::Range { path, bounds, optional }
+                    Op::Range {
+                        path,
+                        bounds,
+                        optional,
+                    }
                 })
             }
             RangeSubject::Difference(a, b) => {
                 if numbers > 0 || nows > 0 {
                     self.errors.push(
-                        CompileError::new(span, "a difference of timestamps is bounded by durations")
-                            .with_help("write a duration such as `2h`, `30m` or `500ms`"),
+                        CompileError::new(
+                            span,
+                            "a difference of timestamps is bounded by durations",
+                        )
+                        .with_help("write a duration such as `2h`, `30m` or `500ms`"),
                     );
                     return None;
                 }
@@ -419,7 +451,10 @@ impl<'a> Emitter<'a> {
         let schema = match source {
             SchemaSource::Inline(value) => value,
             SchemaSource::File(path) => {
-                self.error(path.span, format!("schema file `{}` was not loaded", path.node));
+                self.error(
+                    path.span,
+                    format!("schema file `{}` was not loaded", path.node),
+                );
                 return None;
             }
         };
@@ -465,23 +500,30 @@ impl<'a> Emitter<'a> {
             }
             Err(regex::Error::CompiledTooBig(limit)) => {
                 self.errors.push(
-                    CompileError::new(span, format!("regex `/{source}/` compiles to more than {limit} bytes"))
-                        .with_help("simplify the pattern (large counted repetitions are the usual cause)"),
+                    CompileError::new(
+                        span,
+                        format!("regex `/{source}/` compiles to more than {limit} bytes"),
+                    )
+                    .with_help(
+                        "simplify the pattern (large counted repetitions are the usual cause)",
+                    ),
                 );
                 None
             }
             Err(e) => {
                 let detail = e.to_string();
                 let last = detail.lines().last().unwrap_or("").trim().to_owned();
-                let help = if source.contains("(?=") || source.contains("(?!") || source.contains("(?<") {
-                    "look-around is not supported: only linear-time regexes are allowed"
-                } else if source.contains("\\1") || source.contains("\\k<") {
-                    "backreferences are not supported: only linear-time regexes are allowed"
-                } else {
-                    "see the regex syntax in docs/language.md"
-                };
+                let help =
+                    if source.contains("(?=") || source.contains("(?!") || source.contains("(?<") {
+                        "look-around is not supported: only linear-time regexes are allowed"
+                    } else if source.contains("\\1") || source.contains("\\k<") {
+                        "backreferences are not supported: only linear-time regexes are allowed"
+                    } else {
+                        "see the regex syntax in docs/language.md"
+                    };
                 self.errors.push(
-                    CompileError::new(span, format!("invalid regex `/{source}/`: {last}")).with_help(help),
+                    CompileError::new(span, format!("invalid regex `/{source}/`: {last}"))
+                        .with_help(help),
                 );
                 None
             }
@@ -495,7 +537,10 @@ impl<'a> Emitter<'a> {
             ok = false;
         }
         if limit.per.node.nanos == 0 {
-            self.error(limit.per.span, "a rate-limit window must be longer than zero");
+            self.error(
+                limit.per.span,
+                "a rate-limit window must be longer than zero",
+            );
             ok = false;
         }
         match &limit.burst {
@@ -513,7 +558,9 @@ impl<'a> Emitter<'a> {
                             limit.count.node, self.limits.max_sliding_window
                         ),
                     )
-                    .with_help("add `burst B` to use a token bucket, which needs no per-call history"),
+                    .with_help(
+                        "add `burst B` to use a token bucket, which needs no per-call history",
+                    ),
                 );
                 ok = false;
             }
@@ -526,7 +573,11 @@ impl<'a> Emitter<'a> {
                 None => ok = false,
             }
         }
-        let mut summary = format!("{} per {}", limit.count.node, format_duration(limit.per.node));
+        let mut summary = format!(
+            "{} per {}",
+            limit.count.node,
+            format_duration(limit.per.node)
+        );
         if let Some(burst) = &limit.burst {
             summary.push_str(&format!(" burst {}", burst.node));
         }
@@ -586,8 +637,13 @@ impl<'a> Emitter<'a> {
                 [Segment::Key(k)] if k == "transaction" => Some(PathAccess::RequestTransaction),
                 _ => {
                     self.errors.push(
-                        CompileError::new(path.span, format!("`{}` is not a request field", path.node))
-                            .with_help("use `request.skill`, `request.operation` or `request.transaction`"),
+                        CompileError::new(
+                            path.span,
+                            format!("`{}` is not a request field", path.node),
+                        )
+                        .with_help(
+                            "use `request.skill`, `request.operation` or `request.transaction`",
+                        ),
                     );
                     None
                 }
@@ -599,18 +655,24 @@ impl<'a> Emitter<'a> {
                         Some(PathAccess::Query { name: name.clone() })
                     }
                     [Segment::Key(name)] => match bindings.iter().position(|b| b == name) {
-                        Some(slot) => u16::try_from(slot).ok().map(|slot| PathAccess::Binding { slot }),
+                        Some(slot) => u16::try_from(slot)
+                            .ok()
+                            .map(|slot| PathAccess::Binding { slot }),
                         None => {
                             if self.pattern.is_some() {
                                 let help = if bindings.is_empty() {
-                                    "the resource template binds no names; write `{name}` in it".to_owned()
+                                    "the resource template binds no names; write `{name}` in it"
+                                        .to_owned()
                                 } else {
                                     format!("the template binds: {}", bindings.join(", "))
                                 };
                                 self.errors.push(
                                     CompileError::new(
                                         path.span,
-                                        format!("`{}` is not bound by the resource template", path.node),
+                                        format!(
+                                            "`{}` is not bound by the resource template",
+                                            path.node
+                                        ),
                                     )
                                     .with_help(help),
                                 );

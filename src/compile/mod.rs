@@ -75,7 +75,11 @@ pub fn compile_skill(
             String::new()
         }
         None => {
-            errors.push(check::missing(skill.name.span, "version", "version \"1.0.0\""));
+            errors.push(check::missing(
+                skill.name.span,
+                "version",
+                "version \"1.0.0\"",
+            ));
             String::new()
         }
     };
@@ -138,7 +142,11 @@ pub fn compile_skill(
         };
         let kind = capability.resource.as_ref().map(|r| r.node.kind);
         if capability.operations.is_empty() {
-            errors.push(check::missing(capability.name.span, "operations", "operations GET"));
+            errors.push(check::missing(
+                capability.name.span,
+                "operations",
+                "operations GET",
+            ));
         } else if let Some(kind) = kind {
             check::check_operations(kind, &capability.operations, errors);
         }

@@ -22,9 +22,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
 use super::request::Request;
-use super::Engine;
 use crate::bytecode::index::{CheckIdx, lookup};
 use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
@@ -136,7 +136,10 @@ impl Engine {
                 let loaded = skill.hash.as_deref().map_or("no hash".to_owned(), quote);
                 return deny(vec![Reason::request(
                     ReasonKind::Revision,
-                    format!("request names skill hash {} but the loaded manifest has {loaded}", quote(expected)),
+                    format!(
+                        "request names skill hash {} but the loaded manifest has {loaded}",
+                        quote(expected)
+                    ),
                 )]);
             }
         }
@@ -145,7 +148,10 @@ impl Engine {
             Err(rejection) => {
                 return deny(vec![Reason::request(
                     ReasonKind::Resource,
-                    format!("resource {} is refused: {rejection}", quote(&request.resource)),
+                    format!(
+                        "resource {} is refused: {rejection}",
+                        quote(&request.resource)
+                    ),
                 )]);
             }
         };
@@ -221,7 +227,10 @@ impl Engine {
         let mut grant_token: Option<&str> = None;
         if let Some(store) = &self.state {
             if store.is_revoked(&skill.name, &capability.name) {
-                return fail(ReasonKind::Grant, format!("capability {} is revoked", quote(&capability.name)));
+                return fail(
+                    ReasonKind::Grant,
+                    format!("capability {} is revoked", quote(&capability.name)),
+                );
             }
             match capability.lifetime {
                 LifetimeSpec::Process => {}
@@ -229,11 +238,15 @@ impl Engine {
                     None => {
                         return fail(
                             ReasonKind::Lifetime,
-                            "the capability lives for a transaction and the request names none".to_owned(),
+                            "the capability lives for a transaction and the request names none"
+                                .to_owned(),
                         );
                     }
                     Some(tx) if !store.is_transaction_open(tx) => {
-                        return fail(ReasonKind::Lifetime, format!("transaction {} is not open", quote(tx)));
+                        return fail(
+                            ReasonKind::Lifetime,
+                            format!("transaction {} is not open", quote(tx)),
+                        );
                     }
                     Some(_) => {}
                 },
@@ -241,10 +254,19 @@ impl Engine {
                     let Some(token) = request.grant.as_deref() else {
                         return fail(
                             ReasonKind::Grant,
-                            format!("capability {} needs a grant and the request carries none", quote(&capability.name)),
+                            format!(
+                                "capability {} needs a grant and the request carries none",
+                                quote(&capability.name)
+                            ),
                         );
                     };
-                    let revision = match store.grant_status(token, &skill.name, &capability.name, input.transaction, now) {
+                    let revision = match store.grant_status(
+                        token,
+                        &skill.name,
+                        &capability.name,
+                        input.transaction,
+                        now,
+                    ) {
                         GrantStatus::Valid { revision } => revision,
                         GrantStatus::ExpiredRenewable { revision } => {
                             if let LifetimeSpec::WallClock { duration, .. } = capability.lifetime {
@@ -266,15 +288,23 @@ impl Engine {
                             .and_then(|old| old.capability(&capability.name).cloned())
                         {
                             Some(old) => {
-                                if let Step::Fails(mut reason) | Step::Abort(mut reason) = self.program_step(&old, input) {
-                                    reason.message = format!("under the revision the grant was issued for: {}", reason.message);
+                                if let Step::Fails(mut reason) | Step::Abort(mut reason) =
+                                    self.program_step(&old, input)
+                                {
+                                    reason.message = format!(
+                                        "under the revision the grant was issued for: {}",
+                                        reason.message
+                                    );
                                     return Step::Fails(reason);
                                 }
                             }
                             None => {
                                 return fail(
                                     ReasonKind::Grant,
-                                    format!("grant {} was issued under a revision that did not have this capability", quote(token)),
+                                    format!(
+                                        "grant {} was issued under a revision that did not have this capability",
+                                        quote(token)
+                                    ),
                                 );
                             }
                         }
@@ -294,12 +324,25 @@ impl Engine {
             );
         };
         KEYS.with_borrow_mut(|keys| {
-            self.rate_and_commit(store, keys, skill, capability, request, input, grant_token, renew, now)
+            self.rate_and_commit(
+                store,
+                keys,
+                skill,
+                capability,
+                request,
+                input,
+                grant_token,
+                renew,
+                now,
+            )
         })
     }
 
     /// Rate limits (read-only check), gating, then the atomic commit.
-    #[expect(clippy::too_many_arguments, reason = "the parts of one decision, passed once")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the parts of one decision, passed once"
+    )]
     fn rate_and_commit(
         &self,
         store: &dyn StateStore,
@@ -321,11 +364,20 @@ impl Engine {
             }
             match ends.get_mut(index) {
                 Some(end) => *end = keys.len(),
-                None => return Step::Abort(Reason::request(ReasonKind::Input, "internal error: too many rate limits")),
+                None => {
+                    return Step::Abort(Reason::request(
+                        ReasonKind::Input,
+                        "internal error: too many rate limits",
+                    ));
+                }
             }
         }
         let key = |index: usize| {
-            let start = index.checked_sub(1).and_then(|i| ends.get(i)).copied().unwrap_or(0);
+            let start = index
+                .checked_sub(1)
+                .and_then(|i| ends.get(i))
+                .copied()
+                .unwrap_or(0);
             let end = ends.get(index).copied().unwrap_or(0);
             keys.get(start..end).unwrap_or(&[])
         };
@@ -345,7 +397,12 @@ impl Engine {
             },
         };
         let mut charges = [placeholder; MAX_RATE_LIMITS];
-        for ((index, limit), slot) in capability.rate_limits.iter().enumerate().zip(charges.iter_mut()) {
+        for ((index, limit), slot) in capability
+            .rate_limits
+            .iter()
+            .enumerate()
+            .zip(charges.iter_mut())
+        {
             *slot = RateCharge {
                 key: key(index),
                 spec: rate_spec(limit),
@@ -358,7 +415,8 @@ impl Engine {
                     return Step::Fails(reason_for(
                         capability,
                         ReasonKind::Lifetime,
-                        "the capability lives for a transaction and the request names none".to_owned(),
+                        "the capability lives for a transaction and the request names none"
+                            .to_owned(),
                     ));
                 }
             },
@@ -388,15 +446,22 @@ impl Engine {
             Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
             Err(refusal) => {
                 let (kind, message) = match refusal {
-                    CommitRefusal::Revoked => {
-                        (ReasonKind::Grant, format!("capability {} is revoked", quote(&capability.name)))
-                    }
+                    CommitRefusal::Revoked => (
+                        ReasonKind::Grant,
+                        format!("capability {} is revoked", quote(&capability.name)),
+                    ),
                     CommitRefusal::TransactionNotOpen => (
                         ReasonKind::Lifetime,
-                        format!("transaction {} is not open", quote(input.transaction.unwrap_or(""))),
+                        format!(
+                            "transaction {} is not open",
+                            quote(input.transaction.unwrap_or(""))
+                        ),
                     ),
-                    CommitRefusal::Grant(refusal) => grant_refusal(refusal, grant_token.unwrap_or("")),
-                    CommitRefusal::RateLimited { charge } | CommitRefusal::DuplicateRateKey { charge } => {
+                    CommitRefusal::Grant(refusal) => {
+                        grant_refusal(refusal, grant_token.unwrap_or(""))
+                    }
+                    CommitRefusal::RateLimited { charge }
+                    | CommitRefusal::DuplicateRateKey { charge } => {
                         if let Some(limit) = capability.rate_limits.get(charge) {
                             return rate_reason(capability, limit);
                         }
@@ -558,7 +623,10 @@ fn validate(request: &Request) -> Option<Reason> {
         if !matches!(value, Value::Null | Value::Object(_)) {
             return Some(Reason::request(
                 ReasonKind::Input,
-                format!("`{name}` must be an object, found {}", crate::value::type_name(value)),
+                format!(
+                    "`{name}` must be an object, found {}",
+                    crate::value::type_name(value)
+                ),
             ));
         }
     }
@@ -585,8 +653,11 @@ fn autonomy(request: &Request) -> u8 {
         .autonomy
         .as_ref()
         .and_then(|a| {
-            a.as_u64()
-                .or_else(|| a.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f.min(100.0) as u64))
+            a.as_u64().or_else(|| {
+                a.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f.min(100.0) as u64)
+            })
         })
         .and_then(|n| u8::try_from(n).ok())
         .unwrap_or(0)
@@ -660,14 +731,19 @@ fn rate_key(
     part(out, &u32::try_from(index).unwrap_or(u32::MAX).to_le_bytes());
     for by in &limit.by {
         let Some(path) = lookup(&capability.program.paths, *by) else {
-            return Err(Reason::request(ReasonKind::Input, "internal error: rate-limit path out of range"));
+            return Err(Reason::request(
+                ReasonKind::Input,
+                "internal error: rate-limit path out of range",
+            ));
         };
         let ok = with_single(input, path, |leaf| match leaf {
             Ok(leaf) => {
                 let start = out.len();
                 out.extend_from_slice(&[0; 4]);
                 let written = match leaf {
-                    crate::vm::path::Leaf::Json(value) => serde_json::to_writer(&mut *out, value).is_ok(),
+                    crate::vm::path::Leaf::Json(value) => {
+                        serde_json::to_writer(&mut *out, value).is_ok()
+                    }
                     crate::vm::path::Leaf::Str(s) => serde_json::to_writer(&mut *out, s).is_ok(),
                 };
                 let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
@@ -707,8 +783,12 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
 /// Builds the reason for a failed top-level constraint by tracing the program.
 fn explain_failure(capability: &CompiledCapability, input: &Input<'_>, check: CheckIdx) -> Reason {
     let info = lookup(&capability.program.checks, check);
-    let constraint = info.map_or(ReasonKind::Input, |c| ReasonKind::from_constraint(c.constraint));
-    let source = info.and_then(|c| c.location.as_ref()).map(ToString::to_string);
+    let constraint = info.map_or(ReasonKind::Input, |c| {
+        ReasonKind::from_constraint(c.constraint)
+    });
+    let source = info
+        .and_then(|c| c.location.as_ref())
+        .map(ToString::to_string);
     let mut tracer = FirstFailure::default();
     let traced = crate::vm::trace(&capability.program, input, &mut tracer, false);
     let reports = match (traced, tracer.failed) {
@@ -731,9 +811,16 @@ fn explain_failure(capability: &CompiledCapability, input: &Input<'_>, check: Ch
     let failing: Vec<&TestReport> = reports.iter().filter(|r| !r.holds).collect();
     let (path, message) = match constraint {
         ReasonKind::Not => {
-            let held: Vec<&str> = reports.iter().filter(|r| r.holds).map(|r| r.message.as_str()).collect();
+            let held: Vec<&str> = reports
+                .iter()
+                .filter(|r| r.holds)
+                .map(|r| r.message.as_str())
+                .collect();
             (
-                reports.iter().find(|r| r.holds).and_then(|r| r.path.clone()),
+                reports
+                    .iter()
+                    .find(|r| r.holds)
+                    .and_then(|r| r.path.clone()),
                 format!("the negated constraint holds: {}", held.join("; ")),
             )
         }

@@ -125,7 +125,10 @@ impl PolicyLoader {
             Some("cap") => PolicyFormat::Cap,
             Some("json") => PolicyFormat::Json,
             _ => {
-                self.file_error(&name, format!("`{name}` is neither a `.cap` file nor a `.json` manifest"));
+                self.file_error(
+                    &name,
+                    format!("`{name}` is neither a `.cap` file nor a `.json` manifest"),
+                );
                 return;
             }
         };
@@ -150,7 +153,10 @@ impl PolicyLoader {
                 Ok(text) => self.add_text(&name, text, format, Some(path.to_path_buf())),
                 Err(e) => self.file_error(
                     &name,
-                    format!("`{name}` is not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+                    format!(
+                        "`{name}` is not UTF-8 (invalid byte at offset {})",
+                        e.utf8_error().valid_up_to()
+                    ),
                 ),
             },
             Err(e) => self.file_error(&name, format!("cannot read `{name}`: {e}")),
@@ -158,7 +164,13 @@ impl PolicyLoader {
     }
 
     /// Adds policy text under a name; `path` (if any) is where relative schema files resolve.
-    pub fn add_text(&mut self, name: &str, text: String, format: PolicyFormat, path: Option<PathBuf>) {
+    pub fn add_text(
+        &mut self,
+        name: &str,
+        text: String,
+        format: PolicyFormat,
+        path: Option<PathBuf>,
+    ) {
         if text.len() > self.limits.max_policy_file_bytes {
             self.file_error(
                 name,
@@ -187,7 +199,9 @@ impl PolicyLoader {
         };
         match parsed {
             Ok(mut file) => {
-                let base = path.as_ref().and_then(|p| p.parent().map(Path::to_path_buf));
+                let base = path
+                    .as_ref()
+                    .and_then(|p| p.parent().map(Path::to_path_buf));
                 for skill in &mut file.skills {
                     for capability in &mut skill.capabilities {
                         for constraint in &mut capability.constraints {
@@ -220,14 +234,19 @@ impl PolicyLoader {
                     Ok(text) => text,
                     Err(e) => {
                         let message = format!("cannot read schema file `{}`: {e}", path.display());
-                        self.diagnostic(span, message, Some("the path is relative to the policy file".to_owned()));
+                        self.diagnostic(
+                            span,
+                            message,
+                            Some("the path is relative to the policy file".to_owned()),
+                        );
                         return;
                     }
                 };
                 match crate::engine::request::parse_strict_json(&text) {
                     Ok(value) => *source = SchemaSource::Inline(Spanned::new(value, span)),
                     Err(e) => {
-                        let message = format!("schema file `{}` is not valid JSON: {e}", path.display());
+                        let message =
+                            format!("schema file `{}` is not valid JSON: {e}", path.display());
                         self.diagnostic(span, message, None);
                     }
                 }
@@ -282,10 +301,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             collect(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "cap" || e == "json")
-        {
+        } else if path.extension().is_some_and(|e| e == "cap" || e == "json") {
             out.push(path);
         }
     }

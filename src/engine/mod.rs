@@ -238,12 +238,13 @@ impl Engine {
         let compiled = policy
             .skill(skill)
             .ok_or_else(|| EngineError::UnknownSkill(skill.to_owned()))?;
-        let cap = compiled
-            .capability(capability)
-            .ok_or_else(|| EngineError::UnknownCapability {
-                skill: skill.to_owned(),
-                capability: capability.to_owned(),
-            })?;
+        let cap =
+            compiled
+                .capability(capability)
+                .ok_or_else(|| EngineError::UnknownCapability {
+                    skill: skill.to_owned(),
+                    capability: capability.to_owned(),
+                })?;
         let lifetime = match cap.lifetime {
             LifetimeSpec::Call(n) => GrantLifetime::Calls(n),
             LifetimeSpec::WallClock {
@@ -258,9 +259,8 @@ impl Engine {
             // engine does not require or consume it.
             LifetimeSpec::Process | LifetimeSpec::Transaction => GrantLifetime::Calls(1),
         };
-        let token = token.unwrap_or_else(|| {
-            format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed))
-        });
+        let token = token
+            .unwrap_or_else(|| format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed)));
         store.issue_grant(NewGrant {
             token: token.clone(),
             skill: skill.to_owned(),
@@ -275,7 +275,9 @@ impl Engine {
 
     /// Opens a transaction.
     pub fn begin_transaction(&self, transaction: &str) -> Result<(), EngineError> {
-        Ok(self.store("a transaction")?.begin_transaction(transaction)?)
+        Ok(self
+            .store("a transaction")?
+            .begin_transaction(transaction)?)
     }
 
     /// Closes a transaction and ends its grants.

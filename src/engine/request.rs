@@ -96,8 +96,8 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
-        let request: Request = serde_json::from_slice(bytes)
-            .map_err(|e| RequestError::Malformed(e.to_string()))?;
+        let request: Request =
+            serde_json::from_slice(bytes).map_err(|e| RequestError::Malformed(e.to_string()))?;
         request.check_depth(limits)?;
         Ok(request)
     }
@@ -255,14 +255,18 @@ mod tests {
 
     #[test]
     fn duplicate_payload_keys_are_rejected_at_any_depth() {
-        let err = parse(r#"{"skill":"s","operation":"GET","resource":"tool:x","payload":{"a":{"b":1,"b":2}}}"#)
-            .unwrap_err();
+        let err = parse(
+            r#"{"skill":"s","operation":"GET","resource":"tool:x","payload":{"a":{"b":1,"b":2}}}"#,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("duplicate key `b`"), "{err}");
     }
 
     #[test]
     fn duplicate_request_fields_and_unknown_fields_are_rejected() {
-        assert!(parse(r#"{"skill":"s","skill":"t","operation":"GET","resource":"tool:x"}"#).is_err());
+        assert!(
+            parse(r#"{"skill":"s","skill":"t","operation":"GET","resource":"tool:x"}"#).is_err()
+        );
         assert!(parse(r#"{"skill":"s","operation":"GET","resource":"tool:x","extra":1}"#).is_err());
     }
 
@@ -275,10 +279,12 @@ mod tests {
     #[test]
     fn deep_payloads_are_rejected_without_overflow() {
         let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
-        let text = format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{deep}}}"#);
+        let text =
+            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{deep}}}"#);
         assert!(parse(&text).is_err());
         let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        let text = format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{ok}}}"#);
+        let text =
+            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{ok}}}"#);
         assert!(parse(&text).is_ok());
     }
 
@@ -289,19 +295,26 @@ mod tests {
             ..Limits::DEFAULT
         };
         assert!(matches!(
-            Request::from_slice(br#"{"skill":"s","operation":"GET","resource":"tool:x"}"#, &limits),
+            Request::from_slice(
+                br#"{"skill":"s","operation":"GET","resource":"tool:x"}"#,
+                &limits
+            ),
             Err(RequestError::TooLarge { .. })
         ));
     }
 
     #[test]
     fn numbers_beyond_f64_are_rejected() {
-        assert!(parse(r#"{"skill":"s","operation":"GET","resource":"tool:x","payload":1e400}"#).is_err());
+        assert!(
+            parse(r#"{"skill":"s","operation":"GET","resource":"tool:x","payload":1e400}"#)
+                .is_err()
+        );
     }
 
     #[test]
     fn non_utf8_bytes_are_rejected() {
-        let mut bytes = br#"{"skill":"s","operation":"GET","resource":"tool:x","payload":""#.to_vec();
+        let mut bytes =
+            br#"{"skill":"s","operation":"GET","resource":"tool:x","payload":""#.to_vec();
         bytes.extend_from_slice(&[0xff, 0xfe]);
         bytes.extend_from_slice(br#""}"#);
         assert!(Request::from_slice(&bytes, &Limits::DEFAULT).is_err());

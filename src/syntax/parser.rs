@@ -148,11 +148,10 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
             }
             syntax_error
         }
-        ErrorVariant::CustomError { message } => SyntaxError::new(
-            span,
-            format!("the policy could not be parsed: {message}"),
-        )
-        .with_help("the file is too large or too deeply nested for the parser"),
+        ErrorVariant::CustomError { message } => {
+            SyntaxError::new(span, format!("the policy could not be parsed: {message}"))
+                .with_help("the file is too large or too deeply nested for the parser")
+        }
     }
 }
 
@@ -187,7 +186,9 @@ fn describe_found(found: &str) -> String {
 /// A "did you mean" hint when the found word is close to a keyword expected there.
 fn help_for(found: &str, positives: &[Rule]) -> Option<String> {
     if found == ";" {
-        return Some("constraints and fields are separated by spaces or line breaks, not `;`".to_owned());
+        return Some(
+            "constraints and fields are separated by spaces or line breaks, not `;`".to_owned(),
+        );
     }
     if found.is_empty() || !found.starts_with(|c: char| c.is_alphabetic()) {
         return None;

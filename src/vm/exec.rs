@@ -240,7 +240,9 @@ fn execute<S: Sink>(
 }
 
 fn table<'p, I: Index, T>(entries: &'p [T], index: I) -> Result<&'p T, VmError> {
-    lookup(entries, index).ok_or(VmError::Internal("operand out of range in a verified program"))
+    lookup(entries, index).ok_or(VmError::Internal(
+        "operand out of range in a verified program",
+    ))
 }
 
 /// The value a failing test saw, kept only when explaining.
@@ -299,7 +301,10 @@ fn test<S: Sink>(
         } => {
             let path = table(&program.paths, path)?;
             let value = table(&program.consts, value)?;
-            (walk!(path, optional, |leaf| leaf.equals_value(value)), Some(path))
+            (
+                walk!(path, optional, |leaf| leaf.equals_value(value)),
+                Some(path),
+            )
         }
         Op::InSet {
             path,
@@ -328,8 +333,8 @@ fn test<S: Sink>(
                 Err(_) => Err(Stop::Missing),
             });
             // A missing `other` is reported against the other path.
-            let other_missing = S::EXPLAIN
-                && with_single(input, other_path, |other| other.is_err());
+            let other_missing =
+                S::EXPLAIN && with_single(input, other_path, |other| other.is_err());
             if other_missing {
                 (result, Some(other_path))
             } else {
@@ -427,16 +432,20 @@ fn test<S: Sink>(
             steps.visits += 1;
             let holds = crate::vm::schema::is_valid(schema, input.payload);
             if S::EXPLAIN {
-                let (path, message) = match crate::vm::schema::first_violation(schema, input.payload) {
-                    Some(violation) => {
-                        let mut text = String::from("payload");
-                        for segment in &violation.instance_path {
-                            text.push_str(&segment.to_string());
+                let (path, message) =
+                    match crate::vm::schema::first_violation(schema, input.payload) {
+                        Some(violation) => {
+                            let mut text = String::from("payload");
+                            for segment in &violation.instance_path {
+                                text.push_str(&segment.to_string());
+                            }
+                            (Some(text), violation.message)
                         }
-                        (Some(text), violation.message)
-                    }
-                    None => (Some("payload".to_owned()), "payload matches the schema".to_owned()),
-                };
+                        None => (
+                            Some("payload".to_owned()),
+                            "payload matches the schema".to_owned(),
+                        ),
+                    };
                 sink.test(TestReport {
                     at,
                     holds,
@@ -453,7 +462,11 @@ fn test<S: Sink>(
                 let message = if holds {
                     format!("the time is inside {}", window.describe())
                 } else {
-                    format!("the time {} is outside {}", input.now.to_rfc3339(), window.describe())
+                    format!(
+                        "the time {} is outside {}",
+                        input.now.to_rfc3339(),
+                        window.describe()
+                    )
                 };
                 sink.test(TestReport {
                     at,

@@ -35,8 +35,10 @@ pub(super) fn test_message(
     let holds = result.is_ok();
     match *op {
         Op::Equals { value: c, .. } => {
-            let expected = lookup(&program.consts, c)
-                .map_or_else(|| "?".to_owned(), |v| crate::value::truncate_for_message(v, 64));
+            let expected = lookup(&program.consts, c).map_or_else(
+                || "?".to_owned(),
+                |v| crate::value::truncate_for_message(v, 64),
+            );
             if holds {
                 format!("equals {expected}")
             } else {
@@ -77,7 +79,13 @@ pub(super) fn test_message(
         Op::Matches { regex, .. } => {
             let pattern = lookup(&program.regexes, regex).map_or_else(
                 || "?".to_owned(),
-                |r| format!("/{}/{}", r.source, if r.case_insensitive { "i" } else { "" }),
+                |r| {
+                    format!(
+                        "/{}/{}",
+                        r.source,
+                        if r.case_insensitive { "i" } else { "" }
+                    )
+                },
             );
             if holds {
                 format!("matches {pattern}")

@@ -156,11 +156,16 @@ pub fn visit<'r, T: Trail>(
                 JsonRoot::Agent => input.agent,
                 JsonRoot::Context => input.context,
             };
-            walk(document, segments, optional, input.max_array_scan, trail, predicate)
+            walk(
+                document,
+                segments,
+                optional,
+                input.max_array_scan,
+                trail,
+                predicate,
+            )
         }
-        PathAccess::Binding { slot } => {
-            string(input.bindings.get(usize::from(*slot)), predicate)
-        }
+        PathAccess::Binding { slot } => string(input.bindings.get(usize::from(*slot)), predicate),
         PathAccess::Query { name } => match input.resource.query(name) {
             QueryValue::Absent => string(None, predicate),
             QueryValue::One(value) => string(Some(&value), predicate),
