@@ -6,6 +6,7 @@ pub mod engine;
 pub mod limits;
 pub mod manifest;
 pub mod runtime;
+pub mod session;
 pub mod span;
 pub mod syntax;
 pub mod value;
@@ -18,6 +19,7 @@ pub use engine::{
 };
 pub use limits::Limits;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
+pub use session::{LineResult, Session, SessionOptions};
 pub use vm::parse_timestamp;
 
 /// Parses a duration such as `500ms`, `30s`, `10m`, `2h` or `1d`.

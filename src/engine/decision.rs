@@ -199,6 +199,42 @@ impl Decision {
         }
     }
 
+    /// One decision as text: the verdict, the capability, and each failing check with its path and
+    /// source.
+    pub fn to_text(&self) -> String {
+        let decision = self;
+        let mut out = String::new();
+        let verdict = match decision.observed {
+            Some(observed) => format!("allow (observe mode: would be {observed})"),
+            None => decision.decision.to_string(),
+        };
+        out.push_str(&verdict);
+        out.push_str(&format!(" — skill `{}`", decision.skill));
+        if let Some(capability) = &decision.capability {
+            out.push_str(&format!(", capability `{capability}`"));
+        }
+        if let Some(grant) = &decision.grant {
+            out.push_str(&format!(", grant `{grant}`"));
+        }
+        out.push('\n');
+        for reason in &decision.reasons {
+            out.push_str("  ");
+            if let Some(capability) = &reason.capability {
+                out.push_str(&format!("[{capability}] "));
+            }
+            out.push_str(reason.constraint.as_str());
+            if let Some(path) = &reason.path {
+                out.push_str(&format!(" {path}"));
+            }
+            out.push_str(&format!(": {}", reason.message));
+            if let Some(source) = &reason.source {
+                out.push_str(&format!("\n      at {source}"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
     /// The decision that was (or, in observe mode, would have been) enforced.
     pub fn effective(&self) -> Verdict {
         self.observed.unwrap_or(self.decision)

@@ -1,0 +1,356 @@
+//! Sessions: JSON Lines scripts of clock moves, transactions, grants, revocations, approvals and
+//! calls, run on one stateful engine with a simulated clock (SPEC §8). `capgate replay`,
+//! `capgate test` and the policy tests under `cargo test` all run sessions through [`Session`].
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::{AuditSink, Engine, LoadedPolicy, Request, parse_strict_json};
+use crate::limits::Limits;
+use crate::runtime::{InMemoryStore, SimulatedClock};
+use crate::parse_duration;
+use crate::vm::parse_timestamp;
+
+/// How a session's engine is built.
+#[derive(Debug, Default)]
+pub struct SessionOptions {
+    /// Observe mode.
+    pub observe: bool,
+    /// Where audit records go.
+    pub audit: Option<Arc<dyn AuditSink>>,
+    /// The engine's limits (default: [`Limits::DEFAULT`]).
+    pub limits: Option<Limits>,
+}
+
+/// A stateful engine with a simulated clock that starts at the Unix epoch.
+#[derive(Debug)]
+pub struct Session {
+    engine: Engine,
+    clock: Arc<SimulatedClock>,
+    limits: Limits,
+}
+
+impl Session {
+    /// Builds a session around a loaded policy.
+    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Self {
+        let limits = options.limits.unwrap_or_default();
+        let clock = Arc::new(SimulatedClock::new(chrono::DateTime::UNIX_EPOCH));
+        let mut builder = Engine::builder(policy)
+            .limits(limits)
+            .clock(clock.clone())
+            .state(Arc::new(InMemoryStore::new()))
+            .observe(options.observe);
+        if let Some(audit) = options.audit {
+            builder = builder.audit(audit);
+        }
+        Session {
+            engine: builder.build(),
+            clock,
+            limits,
+        }
+    }
+
+    /// The session's engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Runs one line (1-based `number`, used in the output).
+    pub fn run_line(&self, line: &str, number: usize) -> LineResult {
+        run_line(&self.engine, &self.clock, line, number, &self.limits)
+    }
+
+    /// Runs every non-blank line of a session text.
+    pub fn run_text(&self, text: &str) -> Vec<LineResult> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(index, line)| self.run_line(line, index + 1))
+            .collect()
+    }
+}
+
+/// What one session line produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineResult {
+    /// The JSON object printed for the line (SPEC §8).
+    pub output: Value,
+    /// The same for people.
+    pub text: String,
+    /// An `expect`/`expect_constraint` did not hold.
+    pub failed_expectation: bool,
+    /// The line could not be run (malformed, or the operation was refused).
+    pub error: bool,
+}
+
+fn error_line(number: usize, message: String) -> LineResult {
+    LineResult {
+        text: format!("line {number}: error: {message}\n"),
+        output: json!({ "line": number, "error": message }),
+        failed_expectation: false,
+        error: true,
+    }
+}
+
+fn ok_line(number: usize, what: String) -> LineResult {
+    LineResult {
+        text: format!("line {number}: {what}\n"),
+        output: json!({ "line": number, "ok": true }),
+        failed_expectation: false,
+        error: false,
+    }
+}
+
+fn string_field<'a>(object: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("`{key}` must be a string"))
+}
+
+fn only_keys(object: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
+    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(key) => Err(format!("unexpected key `{key}`")),
+        None => Ok(()),
+    }
+}
+
+const COMMANDS: [&str; 8] = [
+    "time",
+    "advance",
+    "begin_transaction",
+    "end_transaction",
+    "grant",
+    "revoke",
+    "approve",
+    "call",
+];
+
+fn run_line(
+    engine: &Engine,
+    clock: &SimulatedClock,
+    line: &str,
+    number: usize,
+    limits: &Limits,
+) -> LineResult {
+    let value = match parse_strict_json(line) {
+        Ok(value) => value,
+        Err(e) => return error_line(number, format!("malformed JSON: {e}")),
+    };
+    let Value::Object(object) = value else {
+        return error_line(number, "a session line must be a JSON object".to_owned());
+    };
+    let present: Vec<&str> = COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| object.contains_key(*c))
+        .collect();
+    let command = match present.as_slice() {
+        [one] => *one,
+        [] => {
+            return error_line(number, format!("expected one of {}", COMMANDS.join(", ")));
+        }
+        _ => {
+            return error_line(
+                number,
+                format!(
+                    "a line must have exactly one command, found {}",
+                    present.join(", ")
+                ),
+            );
+        }
+    };
+    let result = match command {
+        "time" => only_keys(&object, &["time"]).and_then(|()| {
+            let text = string_field(&object, "time")?;
+            let time = parse_timestamp(text)
+                .ok_or_else(|| format!("`{text}` is not an RFC 3339 timestamp"))?;
+            clock.set(time);
+            Ok(format!("time {}", time.to_rfc3339()))
+        }),
+        "advance" => only_keys(&object, &["advance"]).and_then(|()| {
+            let text = string_field(&object, "advance")?;
+            let duration = parse_duration(text)?;
+            let now = clock
+                .advance(duration)
+                .map_err(|e| format!("cannot advance the clock: {e}"))?;
+            Ok(format!("time {}", now.to_rfc3339()))
+        }),
+        "begin_transaction" => only_keys(&object, &["begin_transaction"]).and_then(|()| {
+            let tx = string_field(&object, "begin_transaction")?;
+            engine.begin_transaction(tx).map_err(|e| e.to_string())?;
+            Ok(format!("begin transaction `{tx}`"))
+        }),
+        "end_transaction" => only_keys(&object, &["end_transaction"]).and_then(|()| {
+            let tx = string_field(&object, "end_transaction")?;
+            engine.end_transaction(tx).map_err(|e| e.to_string())?;
+            Ok(format!("end transaction `{tx}`"))
+        }),
+        "grant" => only_keys(&object, &["grant", "id"]).and_then(|()| grant(engine, &object)),
+        "revoke" => only_keys(&object, &["revoke"]).and_then(|()| revoke(engine, &object)),
+        "approve" => only_keys(&object, &["approve"]).and_then(|()| {
+            let target = object
+                .get("approve")
+                .and_then(Value::as_object)
+                .ok_or("`approve` must be an object like {\"skill\": \"s\"}")?;
+            only_keys(target, &["skill"])?;
+            let skill = string_field(target, "skill")?;
+            engine.approve(skill).map_err(|e| e.to_string())?;
+            Ok(format!("approve skill `{skill}`"))
+        }),
+        _ => return call(engine, clock, &object, number, limits),
+    };
+    match result {
+        Ok(what) => ok_line(number, what),
+        Err(message) => error_line(number, message),
+    }
+}
+
+fn grant(engine: &Engine, object: &Map<String, Value>) -> Result<String, String> {
+    let target = object
+        .get("grant")
+        .and_then(Value::as_object)
+        .ok_or("`grant` must be an object with `skill` and `capability`")?;
+    only_keys(target, &["skill", "capability", "transaction"])?;
+    let skill = string_field(target, "skill")?;
+    let capability = string_field(target, "capability")?;
+    let transaction = match target.get("transaction") {
+        None => None,
+        Some(Value::String(tx)) => Some(tx.as_str()),
+        Some(_) => return Err("`transaction` must be a string".to_owned()),
+    };
+    let id = match object.get("id") {
+        None => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(_) => return Err("`id` must be a string".to_owned()),
+    };
+    let token = engine
+        .issue_grant(skill, capability, transaction, id)
+        .map_err(|e| e.to_string())?;
+    Ok(format!("grant `{token}` for `{skill}`/`{capability}`"))
+}
+
+fn revoke(engine: &Engine, object: &Map<String, Value>) -> Result<String, String> {
+    let target = object
+        .get("revoke")
+        .and_then(Value::as_object)
+        .ok_or("`revoke` must be an object")?;
+    only_keys(target, &["grant", "skill", "capability"])?;
+    match (
+        target.get("grant"),
+        target.get("skill"),
+        target.get("capability"),
+    ) {
+        (Some(_), None, None) => {
+            let token = string_field(target, "grant")?;
+            engine.revoke_grant(token).map_err(|e| e.to_string())?;
+            Ok(format!("revoke grant `{token}`"))
+        }
+        (None, Some(_), None) => {
+            let skill = string_field(target, "skill")?;
+            engine.revoke_skill(skill).map_err(|e| e.to_string())?;
+            Ok(format!("revoke skill `{skill}`"))
+        }
+        (None, Some(_), Some(_)) => {
+            let skill = string_field(target, "skill")?;
+            let capability = string_field(target, "capability")?;
+            engine
+                .revoke_capability(skill, capability)
+                .map_err(|e| e.to_string())?;
+            Ok(format!("revoke capability `{skill}`/`{capability}`"))
+        }
+        _ => {
+            Err("`revoke` takes {\"grant\"}, {\"skill\"} or {\"skill\", \"capability\"}".to_owned())
+        }
+    }
+}
+
+fn call(
+    engine: &Engine,
+    clock: &SimulatedClock,
+    object: &Map<String, Value>,
+    number: usize,
+    limits: &Limits,
+) -> LineResult {
+    if let Err(e) = only_keys(object, &["call", "expect", "expect_constraint"]) {
+        return error_line(number, e);
+    }
+    let expect = match object.get("expect") {
+        None => None,
+        Some(Value::String(s)) if ["allow", "deny", "approval_required"].contains(&s.as_str()) => {
+            Some(s.as_str())
+        }
+        Some(_) => {
+            return error_line(
+                number,
+                "`expect` must be \"allow\", \"deny\" or \"approval_required\"".to_owned(),
+            );
+        }
+    };
+    let expect_constraint = match object.get("expect_constraint") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return error_line(number, "`expect_constraint` must be a string".to_owned()),
+    };
+    let request_value = object.get("call").cloned().unwrap_or(Value::Null);
+    let request = match Request::from_value(request_value, limits) {
+        Ok(request) => request,
+        Err(e) => return error_line(number, e.to_string()),
+    };
+    if let Some(time) = &request.time {
+        match parse_timestamp(time) {
+            Some(t) => clock.set(t),
+            None => {
+                return error_line(
+                    number,
+                    format!("`time` `{time}` is not an RFC 3339 timestamp"),
+                );
+            }
+        }
+    }
+    let decision = engine.check(&request);
+    let mut output = match serde_json::to_value(&decision) {
+        Ok(Value::Object(map)) => map,
+        _ => return error_line(number, "cannot print the decision".to_owned()),
+    };
+    output.insert("line".to_owned(), json!(number));
+    let actual = decision.effective().as_str();
+    let mut problems = Vec::new();
+    if let Some(expected) = expect {
+        if expected != actual {
+            problems.push(format!("expected {expected}, got {actual}"));
+        }
+    }
+    if let Some(expected) = expect_constraint {
+        if !decision
+            .reasons
+            .iter()
+            .any(|r| r.constraint.as_str() == expected)
+        {
+            let seen: Vec<&str> = decision
+                .reasons
+                .iter()
+                .map(|r| r.constraint.as_str())
+                .collect();
+            problems.push(format!(
+                "expected a `{expected}` reason, got [{}]",
+                seen.join(", ")
+            ));
+        }
+    }
+    let failed_expectation = !problems.is_empty();
+    if failed_expectation {
+        output.insert("expectation_failed".to_owned(), json!(problems.join("; ")));
+    }
+    let mut text = format!("line {number}: {}", decision.to_text());
+    if failed_expectation {
+        text.push_str(&format!("  EXPECTATION FAILED: {}\n", problems.join("; ")));
+    }
+    LineResult {
+        output: Value::Object(output),
+        text,
+        failed_expectation,
+        error: false,
+    }
+}
