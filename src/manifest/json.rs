@@ -159,7 +159,9 @@ impl Reader<'_> {
 
     /// The character at the cursor, for messages.
     fn current_char(&self) -> Option<char> {
-        self.text.get(self.pos..).and_then(|rest| rest.chars().next())
+        self.text
+            .get(self.pos..)
+            .and_then(|rest| rest.chars().next())
     }
 
     fn unexpected(&self, expected: &str) -> ManifestError {
@@ -221,7 +223,11 @@ impl Reader<'_> {
     fn enter(&self, depth: usize) -> Parsed<()> {
         if depth > MAX_DEPTH {
             Err(self
-                .error(self.pos, self.pos + 1, "JSON nesting is deeper than 128 levels")
+                .error(
+                    self.pos,
+                    self.pos + 1,
+                    "JSON nesting is deeper than 128 levels",
+                )
                 .with_help("a manifest never needs this depth; flatten the document"))
         } else {
             Ok(())
@@ -252,11 +258,8 @@ impl Reader<'_> {
             let key_span = self.span(key_start, self.pos);
             if members.iter().any(|m| m.key == key) {
                 self.duplicates.push(
-                    ManifestError::new(
-                        key_span,
-                        format!("duplicate key `{}`", key.escape_debug()),
-                    )
-                    .with_help("each key may appear only once in an object"),
+                    ManifestError::new(key_span, format!("duplicate key `{}`", key.escape_debug()))
+                        .with_help("each key may appear only once in an object"),
                 );
             }
             self.skip_whitespace();
@@ -332,7 +335,11 @@ impl Reader<'_> {
         }
         if int_digits > 1 && self.bytes.get(int_start) == Some(&b'0') {
             return Err(self
-                .error(start, self.pos, "numbers may not have leading zeros in JSON")
+                .error(
+                    start,
+                    self.pos,
+                    "numbers may not have leading zeros in JSON",
+                )
                 .with_help("write the number without the leading `0`"));
         }
         if self.peek() == Some(b'.') {
@@ -447,9 +454,7 @@ impl Reader<'_> {
                         end,
                         format!("invalid escape `{}`", shown.unwrap_or("\\")),
                     )
-                    .with_help(
-                        "JSON escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX",
-                    ));
+                    .with_help("JSON escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX"));
             }
         };
         out.push(c);
@@ -506,7 +511,8 @@ mod tests {
 
     #[test]
     fn values_convert_to_the_same_serde_json_value() {
-        let text = r#"{"a": [1, -2, 3.5, 1e3, true, false, null, "x\n\u00e9\ud83d\ude00"], "b": {}}"#;
+        let text =
+            r#"{"a": [1, -2, 3.5, 1e3, true, false, null, "x\n\u00e9\ud83d\ude00"], "b": {}}"#;
         let node = parse(text).unwrap();
         let expected: Value = serde_json::from_str(text).unwrap();
         assert_eq!(node.to_value(), expected);
@@ -551,8 +557,14 @@ mod tests {
 
     #[test]
     fn numbers_outside_f64_range_are_rejected() {
-        assert_eq!(first_error("1e400").message, "number `1e400` is out of range");
-        assert_eq!(first_error("-1e400").message, "number `-1e400` is out of range");
+        assert_eq!(
+            first_error("1e400").message,
+            "number `1e400` is out of range"
+        );
+        assert_eq!(
+            first_error("-1e400").message,
+            "number `-1e400` is out of range"
+        );
         assert!(parse("1e308").is_ok());
         // Integers too big for u64 fall back to f64, as serde_json does.
         let big = parse("123456789012345678901234567890").unwrap();
@@ -571,10 +583,38 @@ mod tests {
     #[test]
     fn non_rfc_8259_forms_are_rejected() {
         for bad in [
-            "", " ", "01", "-", "1.", ".5", "1e", "+1", "0x10", "NaN", "Infinity", "[1,]",
-            "{\"a\":1,}", "{a:1}", "{'a':1}", "'a'", "[1 2]", "{\"a\" 1}", "tru", "nul",
-            "\"\\x\"", "\"\\u12\"", "\"a\tb\"", "\"a\nb\"", "\"unterminated", "1 2", "[] []",
-            "// c\n{}", "/* c */ {}", "\u{feff}{}", "[\"\\", "\"\\u",
+            "",
+            " ",
+            "01",
+            "-",
+            "1.",
+            ".5",
+            "1e",
+            "+1",
+            "0x10",
+            "NaN",
+            "Infinity",
+            "[1,]",
+            "{\"a\":1,}",
+            "{a:1}",
+            "{'a':1}",
+            "'a'",
+            "[1 2]",
+            "{\"a\" 1}",
+            "tru",
+            "nul",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"a\tb\"",
+            "\"a\nb\"",
+            "\"unterminated",
+            "1 2",
+            "[] []",
+            "// c\n{}",
+            "/* c */ {}",
+            "\u{feff}{}",
+            "[\"\\",
+            "\"\\u",
         ] {
             assert!(parse(bad).is_err(), "accepted {bad:?}");
         }
@@ -582,7 +622,12 @@ mod tests {
 
     #[test]
     fn lone_surrogates_are_rejected_and_pairs_decoded() {
-        for bad in [r#""\ud800""#, r#""\udc00""#, r#""\ud800\u0041""#, r#""\ud800x""#] {
+        for bad in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#""\ud800x""#,
+        ] {
             let error = first_error(bad);
             assert!(error.message.contains("lone surrogate"), "{bad}: {error}");
         }
@@ -593,14 +638,23 @@ mod tests {
     #[test]
     fn trailing_comma_gets_a_hint() {
         let error = first_error("{\"a\": 1,}");
-        assert_eq!(error.help.as_deref(), Some("JSON does not allow a trailing comma"));
+        assert_eq!(
+            error.help.as_deref(),
+            Some("JSON does not allow a trailing comma")
+        );
         let error = first_error("[1,]");
-        assert_eq!(error.help.as_deref(), Some("JSON does not allow a trailing comma"));
+        assert_eq!(
+            error.help.as_deref(),
+            Some("JSON does not allow a trailing comma")
+        );
     }
 
     #[test]
     fn comments_are_named_as_such() {
-        assert_eq!(first_error("{} // x").message, "comments are not allowed in JSON");
+        assert_eq!(
+            first_error("{} // x").message,
+            "comments are not allowed in JSON"
+        );
     }
 
     #[test]

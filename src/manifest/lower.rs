@@ -16,13 +16,11 @@ use super::error::{ManifestError, did_you_mean};
 use super::json::{JsonMember, JsonValue, SpannedJson};
 use crate::span::Span;
 use crate::syntax::ast::{
-    Bound, BoundValue, Capability, CmpOp, Constraint, ConstraintKind, DaySet, DayWindow,
-    EqualsRhs, Lifetime, PolicyFile, RangeSubject, RateLimit, ResourceDecl, ResourceKind, Risk,
-    RiskLabel, SchemaSource, Sensitivity, Skill, Spanned, SpannedPath, WindowSpec,
+    Bound, BoundValue, Capability, CmpOp, Constraint, ConstraintKind, DaySet, DayWindow, EqualsRhs,
+    Lifetime, PolicyFile, RangeSubject, RateLimit, ResourceDecl, ResourceKind, Risk, RiskLabel,
+    SchemaSource, Sensitivity, Skill, Spanned, SpannedPath, WindowSpec,
 };
-use crate::syntax::units::{
-    parse_days, parse_duration, parse_rate_unit, parse_time_of_day,
-};
+use crate::syntax::units::{parse_days, parse_duration, parse_rate_unit, parse_time_of_day};
 use crate::value::{Path, Root};
 
 /// Lowers one manifest document, or returns every error found in it.
@@ -68,7 +66,14 @@ const CONSTRAINT_TYPES: &[(&str, &[&str])] = &[
     ("fieldMatches", &["field", "pattern", "caseInsensitive"]),
     (
         "fieldRange",
-        &["field", "difference", "min", "max", "exclusiveMin", "exclusiveMax"],
+        &[
+            "field",
+            "difference",
+            "min",
+            "max",
+            "exclusiveMin",
+            "exclusiveMax",
+        ],
     ),
     ("payloadSchema", &["schema", "schemaFile"]),
     ("actorBinding", &["fields", "identity"]),
@@ -141,7 +146,10 @@ impl Lowerer<'_> {
         let JsonValue::Object(members) = &node.value else {
             self.push(ManifestError::new(
                 node.span,
-                format!("{what} must be an object, found {}", node.value.type_phrase()),
+                format!(
+                    "{what} must be an object, found {}",
+                    node.value.type_phrase()
+                ),
             ));
             return None;
         };
@@ -217,7 +225,12 @@ impl Lowerer<'_> {
         }
     }
 
-    fn array<'a>(&mut self, node: &'a SpannedJson, field: &str, of: &str) -> Option<&'a [SpannedJson]> {
+    fn array<'a>(
+        &mut self,
+        node: &'a SpannedJson,
+        field: &str,
+        of: &str,
+    ) -> Option<&'a [SpannedJson]> {
         match &node.value {
             JsonValue::Array(items) => Some(items),
             _ => {
@@ -276,7 +289,11 @@ impl Lowerer<'_> {
         ok.then_some(paths)
     }
 
-    fn duration(&mut self, node: &SpannedJson, field: &str) -> Option<Spanned<crate::syntax::ast::Duration>> {
+    fn duration(
+        &mut self,
+        node: &SpannedJson,
+        field: &str,
+    ) -> Option<Spanned<crate::syntax::ast::Duration>> {
         let text = self.string_as(node, field, "a duration string such as `2h`")?;
         match parse_duration(&text) {
             Ok(duration) => Some(Spanned::new(duration, node.span)),
@@ -345,10 +362,15 @@ impl Lowerer<'_> {
         let hash = optional_string(self, "contentHash");
         let signer = optional_string(self, "signingIdentity");
         let risk = top.get("risk").and_then(|node| self.risk(node));
-        let sensitivity = top.get("sensitivity").and_then(|node| self.sensitivity(node));
+        let sensitivity = top
+            .get("sensitivity")
+            .and_then(|node| self.sensitivity(node));
         let mut capabilities = Vec::new();
         if let Some(node) = top.get("capabilities") {
-            for item in self.array(node, "capabilities", "capability objects").unwrap_or(&[]) {
+            for item in self
+                .array(node, "capabilities", "capability objects")
+                .unwrap_or(&[])
+            {
                 if let Some(capability) = self.capability(item) {
                     capabilities.push(capability);
                 }
@@ -385,7 +407,11 @@ impl Lowerer<'_> {
                 Risk::Label(RiskLabel::from_name(label)?)
             }
             _ => {
-                self.wrong_type(node, "risk", "a risk label string or a number from 0 to 100");
+                self.wrong_type(
+                    node,
+                    "risk",
+                    "a risk label string or a number from 0 to 100",
+                );
                 return None;
             }
         };
@@ -410,9 +436,14 @@ impl Lowerer<'_> {
         let mut operations_span = None;
         if let Some(list) = fields.get("operations") {
             operations_span = Some(list.span);
-            for item in self.array(list, "operations", "operation names").unwrap_or(&[]) {
+            for item in self
+                .array(list, "operations", "operation names")
+                .unwrap_or(&[])
+            {
                 match &item.value {
-                    JsonValue::String(verb) => operations.push(Spanned::new(verb.clone(), item.span)),
+                    JsonValue::String(verb) => {
+                        operations.push(Spanned::new(verb.clone(), item.span))
+                    }
                     _ => self.wrong_type(item, "operations", "an array of operation names"),
                 }
             }
@@ -425,7 +456,10 @@ impl Lowerer<'_> {
         let sensitivity = fields.get("sensitivity").and_then(|n| self.sensitivity(n));
         let mut constraints = Vec::new();
         if let Some(list) = fields.get("constraints") {
-            for item in self.array(list, "constraints", "constraint objects").unwrap_or(&[]) {
+            for item in self
+                .array(list, "constraints", "constraint objects")
+                .unwrap_or(&[])
+            {
                 if let Some(constraint) = self.constraint(item, false) {
                     constraints.push(constraint);
                 }
@@ -549,7 +583,8 @@ impl Lowerer<'_> {
                 }
             }
         };
-        if let (Some((true, n)), false) = (renewable, matches!(lifetime, Lifetime::WallClock { .. }))
+        if let (Some((true, n)), false) =
+            (renewable, matches!(lifetime, Lifetime::WallClock { .. }))
         {
             self.push(ManifestError::new(
                 n.span,
@@ -562,11 +597,7 @@ impl Lowerer<'_> {
 
     // ----- constraints -----
 
-    fn constraint(
-        &mut self,
-        node: &SpannedJson,
-        nested: bool,
-    ) -> Option<Constraint> {
+    fn constraint(&mut self, node: &SpannedJson, nested: bool) -> Option<Constraint> {
         let JsonValue::Object(_) = &node.value else {
             self.wrong_type(node, "constraints", "constraint objects");
             return None;
@@ -616,10 +647,13 @@ impl Lowerer<'_> {
             "actorBinding" => self.actor_binding(&fields),
             "rateLimit" => {
                 if nested {
-                    self.push(ManifestError::new(
-                        node.span,
-                        "`rateLimit` is only allowed at the top level of a capability",
-                    ).with_help("move it out of the `any`/`all`/`not` combinator"));
+                    self.push(
+                        ManifestError::new(
+                            node.span,
+                            "`rateLimit` is only allowed at the top level of a capability",
+                        )
+                        .with_help("move it out of the `any`/`all`/`not` combinator"),
+                    );
                 }
                 self.rate_limit(&fields)
             }
@@ -680,9 +714,7 @@ impl Lowerer<'_> {
                             .collect(),
                     )
                 }),
-                _ => self
-                    .path(&member.value, "equalsField")
-                    .map(EqualsRhs::Path),
+                _ => self.path(&member.value, "equalsField").map(EqualsRhs::Path),
             },
             [] => {
                 self.push(
@@ -742,11 +774,8 @@ impl Lowerer<'_> {
             }
             (None, None) => {
                 self.push(
-                    ManifestError::new(
-                        fields.span,
-                        "`fieldRange` needs `field` or `difference`",
-                    )
-                    .with_help("e.g. `\"field\": \"payload.amount\"`"),
+                    ManifestError::new(fields.span, "`fieldRange` needs `field` or `difference`")
+                        .with_help("e.g. `\"field\": \"payload.amount\"`"),
                 );
                 None
             }
@@ -784,7 +813,10 @@ impl Lowerer<'_> {
             self.push(
                 ManifestError::new(
                     node.span,
-                    format!("`difference` must hold exactly two paths, found {}", items.len()),
+                    format!(
+                        "`difference` must hold exactly two paths, found {}",
+                        items.len()
+                    ),
                 )
                 .with_help("`[\"payload.end\", \"payload.start\"]` bounds end − start"),
             );
@@ -808,9 +840,15 @@ impl Lowerer<'_> {
                 self.wrong_type(node, key, "a number or `\"now\"`");
                 None
             }
-            (JsonValue::String(_), true) => self.duration(node, key).map(|d| BoundValue::Duration(d.node)),
+            (JsonValue::String(_), true) => self
+                .duration(node, key)
+                .map(|d| BoundValue::Duration(d.node)),
             (_, true) => {
-                self.wrong_type(node, key, "a duration string such as `2h` for a `difference`");
+                self.wrong_type(
+                    node,
+                    key,
+                    "a duration string such as `2h` for a `difference`",
+                );
                 None
             }
         }
@@ -827,7 +865,9 @@ impl Lowerer<'_> {
                     None
                 }
             },
-            (None, Some(file)) => self.string(&file.value, "schemaFile").map(SchemaSource::File),
+            (None, Some(file)) => self
+                .string(&file.value, "schemaFile")
+                .map(SchemaSource::File),
             (Some(_), Some(file)) => {
                 self.push(ManifestError::new(
                     file.key_span,
@@ -871,7 +911,9 @@ impl Lowerer<'_> {
                             n.span,
                             format!("identity `{}` is not an agent field", identity.node),
                         )
-                        .with_help("the identity is a field of the calling agent, e.g. `agent.email`"),
+                        .with_help(
+                            "the identity is a field of the calling agent, e.g. `agent.email`",
+                        ),
                     );
                     None
                 }
@@ -906,7 +948,8 @@ impl Lowerer<'_> {
             if text.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
                 return self.duration(n, "per");
             }
-            let error = ManifestError::new(n.span, format!("invalid `per` `{}`", text.escape_debug()));
+            let error =
+                ManifestError::new(n.span, format!("invalid `per` `{}`", text.escape_debug()));
             let units = ["second", "minute", "hour", "day"];
             let help = match did_you_mean(&text, &units) {
                 Some(near) => format!("did you mean `{near}`?"),
@@ -1047,12 +1090,19 @@ impl Lowerer<'_> {
                     parts.push((text, item.span));
                 }
                 if items.is_empty() {
-                    self.push(ManifestError::new(node.span, "`days` must list at least one day"));
+                    self.push(ManifestError::new(
+                        node.span,
+                        "`days` must list at least one day",
+                    ));
                     return None;
                 }
             }
             _ => {
-                self.wrong_type(node, "days", "a day range string such as `mon-fri` or an array of day names");
+                self.wrong_type(
+                    node,
+                    "days",
+                    "a day range string such as `mon-fri` or an array of day names",
+                );
                 return None;
             }
         }
@@ -1118,4 +1168,3 @@ fn quoted_list(names: &[&str]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
-
