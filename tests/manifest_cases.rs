@@ -1205,3 +1205,345 @@ fn rich_manifest_round_trips() {
     );
     assert!(emitted.contains(r#""identity": "agent.id""#), "{emitted}");
 }
+
+// ----- generated ASTs round trip -----
+
+mod generated {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    const PATHS: &[&str] = &[
+        "payload",
+        "payload.a",
+        "payload.attendees[*].email",
+        "payload[\"odd key\"][3]",
+        "agent.email",
+        "context.org",
+        "resource.query.page",
+        "request.operation",
+        "payload.x[*][*]",
+    ];
+
+    fn a_path() -> impl Strategy<Value = SpannedPath> {
+        prop::sample::select(PATHS).prop_map(|p| sp(Path::parse(p).unwrap()))
+    }
+
+    fn a_string() -> impl Strategy<Value = String> {
+        prop_oneof!["[a-z]{0,6}", "[\"\\\\\n\t/é😀 ]{0,4}"]
+    }
+
+    fn a_number() -> impl Strategy<Value = serde_json::Number> {
+        prop_oneof![
+            any::<i64>().prop_map(serde_json::Number::from),
+            any::<u64>().prop_map(serde_json::Number::from),
+            // Dyadic fractions print and parse back exactly.
+            (-1_000_000i32..1_000_000, 0u32..8).prop_map(|(m, e)| {
+                serde_json::Number::from_f64(f64::from(m) / f64::from(1u32 << e)).unwrap()
+            }),
+        ]
+    }
+
+    fn a_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            a_number().prop_map(Value::Number),
+            a_string().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 12, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z]{1,3}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn a_duration() -> impl Strategy<Value = Duration> {
+        (
+            1u64..10_000,
+            prop::sample::select(&[1_000_000u64, 1_000_000_000, 60_000_000_000][..]),
+        )
+            .prop_map(|(n, unit)| Duration { nanos: n * unit })
+    }
+
+    fn an_op() -> impl Strategy<Value = CmpOp> {
+        prop::sample::select(&[CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge][..])
+    }
+
+    fn bounds(difference: bool) -> impl Strategy<Value = Vec<Bound>> {
+        let value = if difference {
+            a_duration().prop_map(BoundValue::Duration).boxed()
+        } else {
+            prop_oneof![
+                a_number().prop_map(BoundValue::Number),
+                Just(BoundValue::Now)
+            ]
+            .boxed()
+        };
+        prop::collection::btree_map(an_op().prop_map(|op| op.symbol()), value, 1..4).prop_map(|m| {
+            m.into_iter()
+                .map(|(symbol, value)| Bound {
+                    op: [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge]
+                        .into_iter()
+                        .find(|op| op.symbol() == symbol)
+                        .unwrap(),
+                    value,
+                    span: Span::default(),
+                })
+                .collect()
+        })
+    }
+
+    fn field_kind() -> impl Strategy<Value = ConstraintKind> {
+        prop_oneof![
+            (a_path(), a_value()).prop_map(|(path, v)| ConstraintKind::FieldEquals {
+                path,
+                rhs: EqualsRhs::Value(sp(v))
+            }),
+            (a_path(), prop::collection::vec(a_value(), 0..3)).prop_map(|(path, vs)| {
+                ConstraintKind::FieldEquals {
+                    path,
+                    rhs: EqualsRhs::In(vs.into_iter().map(sp).collect()),
+                }
+            }),
+            (a_path(), a_path()).prop_map(|(path, other)| ConstraintKind::FieldEquals {
+                path,
+                rhs: EqualsRhs::Path(other)
+            }),
+            (a_path(), a_string(), any::<bool>()).prop_map(|(path, p, ci)| {
+                ConstraintKind::FieldMatches {
+                    path,
+                    pattern: sp(p),
+                    case_insensitive: ci,
+                }
+            }),
+            (a_path(), bounds(false)).prop_map(|(p, bounds)| ConstraintKind::FieldRange {
+                subject: RangeSubject::Field(p),
+                bounds
+            }),
+            (a_path(), a_path(), bounds(true)).prop_map(|(a, b, bounds)| {
+                ConstraintKind::FieldRange {
+                    subject: RangeSubject::Difference(a, b),
+                    bounds,
+                }
+            }),
+            (prop::collection::vec(a_path(), 1..3), "[a-z]{1,5}").prop_map(|(paths, f)| {
+                ConstraintKind::ActorBinding {
+                    paths,
+                    identity: sp(Path::parse(&format!("agent.{f}")).unwrap()),
+                }
+            }),
+        ]
+    }
+
+    fn other_kind() -> impl Strategy<Value = ConstraintKind> {
+        let window = (1u8..128, 0u16..=1440, 0u16..=1440).prop_map(|(d, s, e)| DayWindow {
+            days: DaySet(d),
+            start: TimeOfDay(s),
+            end: TimeOfDay(e),
+            span: Span::default(),
+        });
+        prop_oneof![
+            prop_oneof![
+                Just(Value::Bool(true)),
+                Just(serde_json::json!({"type": "object", "maxProperties": 3}))
+            ]
+            .prop_map(|v| ConstraintKind::PayloadSchema(SchemaSource::Inline(sp(v)))),
+            "[a-z/]{1,8}\\.json"
+                .prop_map(|f| ConstraintKind::PayloadSchema(SchemaSource::File(sp(f)))),
+            (prop::collection::vec(window, 1..3), "[A-Za-z_/]{1,12}").prop_map(|(windows, z)| {
+                ConstraintKind::WallClockWindow(WindowSpec::Weekly {
+                    windows,
+                    zone: sp(z),
+                })
+            }),
+            (0i64..4_000_000_000, 1i64..1_000_000, -12i32..13).prop_map(|(from, len, h)| {
+                let offset = chrono::FixedOffset::east_opt(h * 3600).unwrap();
+                let from = chrono::DateTime::from_timestamp(from, 0)
+                    .unwrap()
+                    .with_timezone(&offset);
+                let until = from + chrono::TimeDelta::seconds(len);
+                ConstraintKind::WallClockWindow(WindowSpec::Absolute {
+                    from: sp(from),
+                    until: sp(until),
+                })
+            }),
+        ]
+    }
+
+    fn a_constraint() -> impl Strategy<Value = Constraint> {
+        let leaf = prop_oneof![
+            (field_kind(), any::<bool>()).prop_map(|(kind, optional)| Constraint {
+                kind,
+                optional,
+                span: Span::default()
+            }),
+            other_kind().prop_map(|kind| Constraint {
+                kind,
+                optional: false,
+                span: Span::default()
+            }),
+        ];
+        leaf.prop_recursive(3, 10, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(ConstraintKind::Any),
+                prop::collection::vec(inner.clone(), 0..3).prop_map(ConstraintKind::All),
+                inner.prop_map(|c| ConstraintKind::Not(Box::new(c))),
+            ]
+            .prop_map(|kind| Constraint {
+                kind,
+                optional: false,
+                span: Span::default(),
+            })
+        })
+    }
+
+    fn a_rate_limit() -> impl Strategy<Value = Constraint> {
+        (
+            any::<u64>(),
+            a_duration(),
+            prop::option::of(any::<u64>()),
+            prop::collection::vec(a_path(), 0..2),
+        )
+            .prop_map(|(count, per, burst, by)| Constraint {
+                kind: ConstraintKind::RateLimit(RateLimit {
+                    count: sp(count),
+                    per: sp(per),
+                    burst: burst.map(sp),
+                    by,
+                }),
+                optional: false,
+                span: Span::default(),
+            })
+    }
+
+    fn a_lifetime() -> impl Strategy<Value = Option<Spanned<Lifetime>>> {
+        prop::option::of(
+            prop_oneof![
+                any::<u64>().prop_map(Lifetime::Call),
+                Just(Lifetime::Transaction),
+                Just(Lifetime::Process),
+                (a_duration(), any::<bool>()).prop_map(|(duration, renewable)| {
+                    Lifetime::WallClock {
+                        duration,
+                        renewable,
+                    }
+                }),
+            ]
+            .prop_map(sp),
+        )
+    }
+
+    fn a_risk() -> impl Strategy<Value = Option<Spanned<Risk>>> {
+        prop::option::of(
+            prop_oneof![
+                any::<i64>().prop_map(Risk::Score),
+                prop::sample::select(&RiskLabel::ALL[..]).prop_map(|(l, _)| Risk::Label(l)),
+            ]
+            .prop_map(sp),
+        )
+    }
+
+    fn a_resource() -> impl Strategy<Value = Option<Spanned<ResourceDecl>>> {
+        prop::option::of(
+            prop_oneof![
+                "https://[a-z]{1,5}\\.example/[a-z{}/*]{0,10}".prop_map(|l| ResourceDecl {
+                    kind: ResourceKind::Http,
+                    locator: l
+                }),
+                (
+                    prop::sample::select(&ResourceKind::ALL[1..]),
+                    "[a-zA-Z_{}/*:]{0,10}"
+                )
+                    .prop_map(|((kind, _), locator)| ResourceDecl { kind, locator }),
+            ]
+            .prop_map(sp),
+        )
+    }
+
+    fn a_capability() -> impl Strategy<Value = Capability> {
+        (
+            a_string(),
+            a_resource(),
+            prop::collection::vec("[A-Za-z.]{1,8}", 0..3),
+            prop::collection::vec(a_constraint(), 0..4),
+            prop::option::of(a_rate_limit()),
+            a_lifetime(),
+            prop::option::of(a_string()),
+            a_risk(),
+            prop::option::of(any::<bool>()),
+        )
+            .prop_map(
+                |(name, resource, ops, mut constraints, limit, lifetime, just, risk, elevated)| {
+                    constraints.extend(limit);
+                    Capability {
+                        name: sp(name),
+                        resource,
+                        operations_span: (!ops.is_empty()).then(Span::default),
+                        operations: ops.into_iter().map(sp).collect(),
+                        lifetime,
+                        justification: just.map(sp),
+                        risk,
+                        sensitivity: elevated.map(|e| {
+                            sp(if e {
+                                Sensitivity::Elevated
+                            } else {
+                                Sensitivity::Normal
+                            })
+                        }),
+                        constraints,
+                        span: Span::default(),
+                    }
+                },
+            )
+    }
+
+    fn a_policy() -> impl Strategy<Value = PolicyFile> {
+        (
+            a_string(),
+            prop::option::of(a_string()),
+            prop::option::of(a_string()),
+            a_risk(),
+            prop::collection::vec(a_capability(), 0..3),
+        )
+            .prop_map(|(name, version, hash, risk, capabilities)| PolicyFile {
+                skills: vec![Skill {
+                    name: sp(name),
+                    version: version.map(sp),
+                    hash: hash.map(sp),
+                    signer: None,
+                    risk,
+                    sensitivity: None,
+                    capabilities,
+                    span: Span::default(),
+                }],
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn emitted_json_loads_back_to_the_same_ast(policy in a_policy()) {
+            assert_round_trips(&policy);
+        }
+
+        #[test]
+        fn random_text_never_panics(text in "\\PC{0,200}") {
+            let _ = parse_manifest(capgate::span::FileId(0), &text);
+        }
+
+        #[test]
+        fn mutated_manifests_never_panic(cut in 0usize..1200, insert in "[\\[\\]{}\",:0-9a-z\\\\ ]{0,3}") {
+            let mut text = SPEC_EXAMPLE.to_owned();
+            let mut at = cut.min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            text.insert_str(at, &insert);
+            let _ = parse_manifest(capgate::span::FileId(0), &text);
+        }
+    }
+}
