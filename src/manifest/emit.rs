@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 use super::error::ManifestError;
 use crate::span::Span;
 use crate::syntax::ast::{
-    Bound, BoundValue, Capability, CmpOp, Constraint, ConstraintKind, EqualsRhs, Lifetime,
+    Bound, BoundValue, Capability, CmpOp, Constraint, ConstraintKind, DaySet, EqualsRhs, Lifetime,
     PolicyFile, RangeSubject, ResourceKind, Risk, SchemaSource, Sensitivity, Skill, WindowSpec,
 };
 use crate::syntax::units::{format_days, format_duration, format_time_of_day};
@@ -415,7 +415,7 @@ fn constraint_out(constraint: &Constraint) -> Result<Out, ManifestError> {
                 .iter()
                 .map(|w| {
                     Out::Object(vec![
-                        ("days".to_owned(), Out::string(format_days(w.days))),
+                        ("days".to_owned(), days_out(w.days)),
                         ("start".to_owned(), Out::string(format_time_of_day(w.start))),
                         ("end".to_owned(), Out::string(format_time_of_day(w.end))),
                     ])
@@ -456,6 +456,17 @@ fn constraint_out(constraint: &Constraint) -> Result<Out, ManifestError> {
         members.push(("optional".to_owned(), Out::Scalar(Value::Bool(true))));
     }
     Ok(Out::Object(members))
+}
+
+/// A day set as one range string (`"mon-fri"`, `"daily"`), or an array of day names when the
+/// set is not one range (`["mon", "wed"]`).
+fn days_out(days: DaySet) -> Out {
+    let text = format_days(days);
+    if text.contains(',') {
+        Out::Array(text.split(',').map(Out::string).collect())
+    } else {
+        Out::string(text)
+    }
 }
 
 fn bound_out(bound: &Bound, is_difference: bool) -> Result<(&'static str, Out), ManifestError> {

@@ -37,6 +37,11 @@ pub(crate) fn lower_manifest(
         Some(skill) if lowerer.errors.is_empty() => Ok(PolicyFile {
             skills: vec![skill],
         }),
+        // Never an empty error list: a failed load always says why.
+        _ if lowerer.errors.is_empty() => Err(vec![ManifestError::new(
+            document.span,
+            "the manifest could not be read",
+        )]),
         _ => Err(lowerer.errors),
     }
 }
