@@ -200,9 +200,11 @@ pub fn compile_skill(
     })
 }
 
-/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its AST without source positions.
+/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest, which
+/// has no source positions, so reformatting a file keeps its revision.
 fn revision(skill: &Skill) -> u64 {
-    let text = canonical_text(skill);
+    let text = crate::manifest::skill_to_json_text(skill)
+        .unwrap_or_else(|_| format!("{:?}", without_spans(skill)));
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in text.bytes() {
         hash ^= u64::from(byte);
@@ -211,21 +213,15 @@ fn revision(skill: &Skill) -> u64 {
     hash
 }
 
-/// The skill's AST rendered without spans, so reformatting a file keeps its revision.
-fn canonical_text(skill: &Skill) -> String {
+/// Fallback for skills the JSON form cannot express (the checker rejects those anyway).
+fn without_spans(skill: &Skill) -> String {
     let debug = format!("{skill:?}");
-    // Spans render as `Span { file: FileId(n), start: n, end: n }`; drop them.
     let mut out = String::with_capacity(debug.len());
     let mut rest = debug.as_str();
     while let Some(at) = rest.find("Span {") {
         out.push_str(rest.get(..at).unwrap_or(""));
         let after = rest.get(at..).unwrap_or("");
-        match after.find('}') {
-            Some(end) => rest = after.get(end + 1..).unwrap_or(""),
-            None => {
-                rest = "";
-            }
-        }
+        rest = after.find('}').and_then(|end| after.get(end + 1..)).unwrap_or("");
     }
     out.push_str(rest);
     out
