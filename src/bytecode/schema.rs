@@ -18,7 +18,9 @@ use std::fmt;
 use serde_json::{Number, Value};
 
 /// Default cap on nested subschema evaluations (each evaluated subschema is one level).
-pub const DEFAULT_SCHEMA_DEPTH_LIMIT: u32 = 1024;
+/// A payload at the 128-level nesting limit (SPEC §7) leaves room for four subschemas per
+/// payload level; the bound also keeps the recursion well inside a 2 MiB thread stack.
+pub const DEFAULT_SCHEMA_DEPTH_LIMIT: u32 = 512;
 
 /// Default cap on the work of one validation: subschema evaluations plus `uniqueItems`
 /// comparisons. Exceeding it makes the instance invalid (fail closed).

@@ -27,6 +27,9 @@ use crate::value::truncate_for_message;
 /// Largest compiled size of one `pattern` regex (SPEC §7: regex compiled size 1 MiB).
 pub const SCHEMA_REGEX_SIZE_LIMIT: usize = 1 << 20;
 
+/// Deepest nesting of subschemas the compiler accepts (its recursion follows the nesting).
+pub const MAX_SCHEMA_NESTING: u32 = 256;
+
 /// The keywords `payloadSchema` enforces (SPEC §2.6).
 pub const SUPPORTED_KEYWORDS: [&str; 37] = [
     "type",
@@ -138,6 +141,8 @@ struct Compiler {
     errors: Vec<SchemaCompileError>,
     /// How many enclosing subschemas carry a nested `$id`.
     nested_id_depth: u32,
+    /// How many subschemas enclose the one being compiled.
+    nesting: u32,
 }
 
 fn push_token(pointer: &mut String, token: &str) {
@@ -183,6 +188,15 @@ impl Compiler {
     fn schema(&mut self, value: &Value, pointer: &mut String, is_root: bool) -> SchemaNodeId {
         let id = self.push(SchemaNode::Always, pointer);
         self.locations.insert(pointer.clone(), id);
+        if self.nesting >= MAX_SCHEMA_NESTING {
+            self.error(
+                pointer,
+                format!("schema nests subschemas deeper than {MAX_SCHEMA_NESTING} levels"),
+                Some("move repeated structure into `$defs` and refer to it with `$ref`".to_owned()),
+            );
+            return id;
+        }
+        self.nesting += 1;
         let node = match value {
             Value::Bool(true) => SchemaNode::Always,
             Value::Bool(false) => SchemaNode::Never,
@@ -199,6 +213,7 @@ impl Compiler {
                 SchemaNode::Never
             }
         };
+        self.nesting -= 1;
         if let Some(slot) = self.nodes.get_mut(id.index()) {
             *slot = node;
         }
@@ -1112,6 +1127,22 @@ mod tests {
         assert_eq!(ecma_to_rust_regex(r"\\d"), r"\\d");
         assert_eq!(ecma_to_rust_regex(r"[[:alpha:]\d]"), "[[:alpha:]0-9]");
         assert_eq!(ecma_to_rust_regex(r"[]\d]"), "[]0-9]");
+    }
+
+    #[test]
+    fn absurdly_deep_schemas_are_rejected_not_overflowed() {
+        let mut schema = json!(true);
+        for _ in 0..300 {
+            schema = json!({ "not": schema });
+        }
+        let e = one_error(schema);
+        assert!(e.message.contains("deeper than 256"), "{}", e.message);
+    }
+
+    #[test]
+    fn compiled_programs_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SchemaProgram>();
     }
 
     #[test]

@@ -1,1 +1,456 @@
 use super::*;
+use crate::compile::schema::compile_schema;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn program(schema: Value) -> SchemaProgram {
+    compile_schema(&schema).unwrap()
+}
+
+fn valid(schema: Value, instance: Value) -> bool {
+    let program = program(schema);
+    let answer = is_valid(&program, &instance);
+    assert_eq!(
+        first_violation(&program, &instance).is_none(),
+        answer,
+        "is_valid and first_violation disagree"
+    );
+    answer
+}
+
+fn violation(schema: Value, instance: Value) -> SchemaViolation {
+    let program = program(schema);
+    assert!(!is_valid(&program, &instance));
+    first_violation(&program, &instance).unwrap()
+}
+
+fn key(k: &str) -> Segment {
+    Segment::Key(k.to_owned())
+}
+
+#[test]
+fn spec_example_reports_forbidden_property_at_its_path() {
+    let schema = json!({
+        "type": "object",
+        "required": ["organizer", "attendees", "start", "end"],
+        "properties": {
+            "attendees": {"type": "array", "maxItems": 50},
+            "recurrence": false
+        }
+    });
+    let ok = json!({"organizer": {}, "attendees": [], "start": 1, "end": 2});
+    assert!(valid(schema.clone(), ok));
+    let v = violation(
+        schema.clone(),
+        json!({"organizer": {}, "attendees": [], "start": 1, "end": 2, "recurrence": "daily"}),
+    );
+    assert_eq!(v.instance_path, vec![key("recurrence")]);
+    assert_eq!(v.keyword, "properties");
+    assert_eq!(v.message, "`recurrence` is not allowed");
+    let v = violation(
+        schema.clone(),
+        json!({"organizer": {}, "attendees": vec![1; 51], "start": 1, "end": 2}),
+    );
+    assert_eq!(v.instance_path, vec![key("attendees")]);
+    assert_eq!(v.keyword, "maxItems");
+    assert_eq!(v.message, "expected at most 50 items, found 51");
+    let v = violation(
+        schema,
+        json!({"organizer": {}, "attendees": [], "start": 1}),
+    );
+    assert_eq!(v.keyword, "required");
+    assert_eq!(v.message, "missing required property `end`");
+}
+
+#[test]
+fn pattern_is_an_unanchored_search_with_quoted_value_in_message() {
+    assert!(valid(json!({"pattern": "b+"}), json!("abbc")));
+    let v = violation(json!({"pattern": "^a$"}), json!("abc"));
+    assert_eq!(v.message, "value `\"abc\"` does not match pattern `^a$`");
+    assert!(
+        valid(json!({"pattern": "^a$"}), json!(12)),
+        "non-strings pass"
+    );
+}
+
+#[test]
+fn pattern_digit_class_is_ascii_like_ecma() {
+    assert!(valid(json!({"pattern": "^\\d+$"}), json!("0123")));
+    assert!(!valid(json!({"pattern": "^\\d+$"}), json!("১২")));
+    assert!(!valid(json!({"pattern": "^\\w+$"}), json!("é")));
+    assert!(valid(json!({"pattern": "^\\p{Letter}+$"}), json!("é")));
+}
+
+#[test]
+fn long_values_are_truncated_in_messages() {
+    let long = "x".repeat(200);
+    let v = violation(json!({"pattern": "^a"}), json!(long));
+    assert!(v.message.contains('…'));
+    assert!(v.message.chars().count() < 120, "{}", v.message);
+}
+
+#[test]
+fn type_integer_accepts_integral_floats_only() {
+    assert!(valid(json!({"type": "integer"}), json!(1.0)));
+    assert!(valid(json!({"type": "integer"}), json!(u64::MAX)));
+    assert!(!valid(json!({"type": "integer"}), json!(1.5)));
+    assert!(valid(json!({"type": ["string", "null"]}), json!(null)));
+    let v = violation(json!({"type": ["string", "null"]}), json!(3));
+    assert_eq!(v.message, "expected null or string, found number");
+}
+
+#[test]
+fn numbers_compare_exactly_beyond_2_pow_53() {
+    let big: Value = serde_json::from_str("9007199254740993").unwrap();
+    assert!(!valid(
+        json!({"maximum": 9007199254740992_u64}),
+        big.clone()
+    ));
+    assert!(valid(json!({"minimum": 9007199254740993_u64}), big.clone()));
+    assert!(!valid(
+        json!({"exclusiveMinimum": 9007199254740993_u64}),
+        big
+    ));
+    assert!(valid(json!({"exclusiveMaximum": 3.0}), json!(2.9999)));
+    assert!(!valid(json!({"exclusiveMaximum": 3}), json!(3.0)));
+    let v = violation(json!({"minimum": 2}), json!(1));
+    assert_eq!(v.message, "expected a number at least 2, found 1");
+}
+
+#[test]
+fn multiple_of_handles_decimals_and_huge_values() {
+    assert!(valid(json!({"multipleOf": 0.0001}), json!(0.0075)));
+    assert!(!valid(json!({"multipleOf": 0.0001}), json!(0.00751)));
+    assert!(valid(json!({"multipleOf": 0.01}), json!(19.99)));
+    assert!(!valid(json!({"multipleOf": 0.123456789}), json!(1e308)));
+    assert!(valid(json!({"multipleOf": 1e-8}), json!(12391239123_u64)));
+    assert!(valid(json!({"multipleOf": 3}), json!(u64::MAX)));
+    assert!(valid(json!({"multipleOf": 7}), json!(i64::MIN + 1)));
+}
+
+#[test]
+fn string_lengths_count_code_points() {
+    assert!(valid(json!({"maxLength": 2}), json!("éé")));
+    assert!(!valid(json!({"maxLength": 1}), json!("éé")));
+    assert!(valid(json!({"minLength": 2}), json!("💩💩")));
+    let v = violation(json!({"minLength": 1}), json!(""));
+    assert_eq!(v.message, "expected at least 1 character, found 0");
+}
+
+#[test]
+fn enum_and_const_use_json_equality() {
+    assert!(valid(json!({"enum": [1, "a"]}), json!(1.0)));
+    assert!(!valid(json!({"enum": [1]}), json!(true)));
+    assert!(valid(json!({"const": {"a": [1]}}), json!({"a": [1.0]})));
+    let v = violation(json!({"const": "x"}), json!("y"));
+    assert_eq!(v.keyword, "const");
+    assert_eq!(v.message, "expected `\"x\"`, found `\"y\"`");
+    let v = violation(json!({"enum": ["a", "b"]}), json!("c"));
+    assert_eq!(v.message, "value `\"c\"` is not one of [\"a\",\"b\"]");
+}
+
+#[test]
+fn unique_items_uses_json_equality() {
+    assert!(!valid(json!({"uniqueItems": true}), json!([1, 1.0])));
+    assert!(valid(json!({"uniqueItems": true}), json!([1, true, "1"])));
+    let v = violation(json!({"uniqueItems": true}), json!([{"a": 1}, 2, {"a": 1}]));
+    assert_eq!(v.message, "items 0 and 2 are equal, expected unique items");
+}
+
+#[test]
+fn prefix_items_then_items_apply_by_position() {
+    let schema = json!({"prefixItems": [{"type": "string"}], "items": {"type": "integer"}});
+    assert!(valid(schema.clone(), json!(["a", 1, 2])));
+    let v = violation(schema.clone(), json!(["a", 1, "b"]));
+    assert_eq!(v.instance_path, vec![Segment::Index(2)]);
+    assert_eq!(v.keyword, "type");
+    let v = violation(
+        json!({"prefixItems": [true], "items": false}),
+        json!([1, 2]),
+    );
+    assert_eq!(v.keyword, "items");
+    assert_eq!(v.message, "item 1 is not allowed");
+}
+
+#[test]
+fn contains_counts_against_min_and_max() {
+    let schema = json!({"contains": {"const": 1}, "minContains": 2, "maxContains": 3});
+    assert!(valid(schema.clone(), json!([1, 1, 2])));
+    assert!(!valid(schema.clone(), json!([1, 2])));
+    assert!(!valid(schema.clone(), json!([1, 1, 1, 1])));
+    assert!(valid(
+        json!({"contains": {"const": 1}, "minContains": 0}),
+        json!([])
+    ));
+    assert!(!valid(json!({"contains": true}), json!([])));
+    assert!(
+        valid(json!({"minContains": 5}), json!([])),
+        "ignored without contains"
+    );
+    let v = violation(json!({"contains": {"const": 1}}), json!([2]));
+    assert_eq!(v.keyword, "minContains");
+    assert_eq!(
+        v.message,
+        "expected at least 1 item matching `contains`, found 0"
+    );
+}
+
+#[test]
+fn additional_properties_sees_properties_and_pattern_properties() {
+    let schema = json!({
+        "properties": {"a": true},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": false
+    });
+    assert!(valid(schema.clone(), json!({"a": 1, "x-b": "s"})));
+    let v = violation(schema.clone(), json!({"a": 1, "x-b": 2}));
+    assert_eq!(v.keyword, "type");
+    assert_eq!(v.instance_path, vec![key("x-b")]);
+    let v = violation(schema, json!({"b": 1}));
+    assert_eq!(v.keyword, "additionalProperties");
+    assert_eq!(v.message, "`b` is not allowed");
+}
+
+#[test]
+fn property_names_validate_member_names_as_strings() {
+    let schema = json!({"propertyNames": {"pattern": "^[a-z]+$", "maxLength": 3}});
+    assert!(valid(schema.clone(), json!({"abc": 1})));
+    let v = violation(schema, json!({"abcd": 1}));
+    assert_eq!(v.keyword, "propertyNames");
+    assert_eq!(
+        v.message,
+        "property name `abcd` is not allowed by `propertyNames`"
+    );
+    assert!(valid(
+        json!({"propertyNames": {"type": "string"}}),
+        json!({"a": 1})
+    ));
+    assert!(!valid(
+        json!({"propertyNames": {"enum": ["a"]}}),
+        json!({"b": 1})
+    ));
+}
+
+#[test]
+fn min_max_properties_and_dependent_required() {
+    assert!(!valid(json!({"minProperties": 1}), json!({})));
+    assert!(!valid(json!({"maxProperties": 1}), json!({"a": 1, "b": 2})));
+    let schema = json!({"dependentRequired": {"card": ["billing"]}});
+    assert!(valid(schema.clone(), json!({"billing": 1})));
+    let v = violation(schema, json!({"card": 1}));
+    assert_eq!(
+        v.message,
+        "missing property `billing`, required when `card` is present"
+    );
+}
+
+#[test]
+fn combinators_follow_2020_12() {
+    assert!(!valid(
+        json!({"allOf": [{"minimum": 1}, {"maximum": 0}]}),
+        json!(1)
+    ));
+    assert!(valid(
+        json!({"anyOf": [{"type": "string"}, {"minimum": 1}]}),
+        json!(2)
+    ));
+    let v = violation(json!({"anyOf": [{"type": "string"}]}), json!(2));
+    assert_eq!(v.keyword, "anyOf");
+    let v = violation(json!({"oneOf": [true, true]}), json!(2));
+    assert_eq!(
+        v.message,
+        "value matches schemas 0 and 1 in `oneOf`, expected exactly one"
+    );
+    let v = violation(json!({"not": {"type": "integer"}}), json!(2));
+    assert_eq!(v.keyword, "not");
+    let schema = json!({"if": {"minimum": 10}, "then": {"multipleOf": 10}, "else": {"maximum": 5}});
+    assert!(valid(schema.clone(), json!(20)));
+    assert!(!valid(schema.clone(), json!(15)));
+    assert!(valid(schema.clone(), json!(4)));
+    assert_eq!(violation(schema, json!(7)).keyword, "maximum");
+}
+
+#[test]
+fn ref_applies_alongside_siblings() {
+    let schema = json!({
+        "$defs": {"short": {"maxLength": 3}},
+        "properties": {"a": {"$ref": "#/$defs/short", "minLength": 2}}
+    });
+    assert!(valid(schema.clone(), json!({"a": "ab"})));
+    assert!(!valid(schema.clone(), json!({"a": "a"})));
+    assert!(!valid(schema, json!({"a": "abcd"})));
+}
+
+#[test]
+fn formats_are_assertions_on_strings_only() {
+    assert!(valid(
+        json!({"format": "date-time"}),
+        json!("2026-12-01T15:00:00Z")
+    ));
+    let v = violation(json!({"format": "date-time"}), json!("2026-12-01 15:00"));
+    assert_eq!(v.keyword, "format");
+    assert_eq!(
+        v.message,
+        "value `\"2026-12-01 15:00\"` is not a valid date-time"
+    );
+    assert!(valid(json!({"format": "email"}), json!(3)));
+}
+
+#[test]
+fn false_schema_at_the_root_rejects_everything() {
+    let v = violation(json!(false), json!({}));
+    assert_eq!(v.keyword, "false");
+    assert!(v.instance_path.is_empty());
+    assert!(valid(json!(true), json!({})));
+}
+
+fn nested_object(depth: usize) -> Value {
+    // Built by moving, not with `json!`, which would re-serialize the whole value each level.
+    let mut value = Value::Object(serde_json::Map::new());
+    for _ in 0..depth {
+        let mut map = serde_json::Map::new();
+        map.insert("next".to_owned(), value);
+        value = Value::Object(map);
+    }
+    value
+}
+
+fn run_on_small_stack<F: FnOnce() + Send + 'static>(f: F) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn recursive_ref_validates_a_128_deep_payload_without_overflow() {
+    run_on_small_stack(|| {
+        let tree = program(json!({
+            "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+            "$ref": "#/$defs/node"
+        }));
+        let deep = nested_object(128);
+        assert!(is_valid(&tree, &deep));
+        assert!(first_violation(&tree, &deep).is_none());
+        // Four subschemas per payload level: $ref holder, node, allOf member, property.
+        let heavier = program(json!({
+            "$defs": {"node": {"allOf": [{"properties": {"next": {"$ref": "#/$defs/node"}}}]}},
+            "$ref": "#/$defs/node"
+        }));
+        assert!(is_valid(&heavier, &deep));
+        assert!(first_violation(&heavier, &deep).is_none());
+    });
+}
+
+#[test]
+fn validation_deeper_than_the_depth_limit_fails_closed() {
+    run_on_small_stack(|| {
+        let program = program(json!({"properties": {"next": {"$ref": "#"}}}));
+        let deep = nested_object(1000);
+        assert!(!is_valid(&program, &deep));
+        let v = first_violation(&program, &deep).unwrap();
+        assert_eq!(v.keyword, "limits");
+        assert!(v.message.contains("deeper than"), "{}", v.message);
+    });
+}
+
+#[test]
+fn step_limit_fails_closed_even_inside_not() {
+    // Without the abort propagating, `not` would turn "out of steps" into a pass.
+    let program = program(json!({"not": {"items": {"type": "string"}}})).with_limits(1024, 50);
+    let many = Value::Array(vec![json!("s"); 1000]);
+    assert!(!is_valid(&program, &many));
+    let v = first_violation(&program, &many).unwrap();
+    assert_eq!(v.keyword, "limits");
+    let few = Value::Array(vec![json!(1); 3]);
+    assert!(is_valid(&program, &few));
+}
+
+#[test]
+fn unique_items_on_a_huge_array_is_bounded_by_the_step_limit() {
+    let program = program(json!({"uniqueItems": true}));
+    let huge = Value::Array((0..5000).map(|i| json!(i)).collect());
+    assert!(
+        !is_valid(&program, &huge),
+        "12.5M comparisons exceed the budget"
+    );
+    let fine = Value::Array((0..1000).map(|i| json!(i)).collect());
+    assert!(is_valid(&program, &fine));
+}
+
+#[test]
+fn nested_any_of_does_not_blow_up() {
+    // Each level offers two branches that both lead to the next level through `$ref`s:
+    // naive evaluation of a failing instance is 2^40 node visits; the step limit bounds it.
+    let mut defs = serde_json::Map::new();
+    for i in 0..40 {
+        defs.insert(
+            format!("l{i}"),
+            json!({"anyOf": [{"$ref": format!("#/$defs/l{}", i + 1)}, {"$ref": format!("#/$defs/l{}", i + 1)}]}),
+        );
+    }
+    defs.insert("l40".to_owned(), json!({"type": "string"}));
+    let program = program(json!({"$defs": defs, "$ref": "#/$defs/l0"}));
+    let started = std::time::Instant::now();
+    assert!(!is_valid(&program, &json!(1)));
+    assert!(
+        is_valid(&program, &json!("s")),
+        "valid instances short-circuit"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-5i64..20).prop_map(|n| json!(n)),
+        (-5.0f64..20.0).prop_map(|f| json!((f * 4.0).round() / 4.0)),
+        "[a-c]{0,4}".prop_map(Value::String),
+        prop_oneof![
+            Just("2026-01-01"),
+            Just("2026-13-01"),
+            Just("a@b.co"),
+            Just("10.0.0.1")
+        ]
+        .prop_map(|s| Value::String(s.to_owned())),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-d]{1,2}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn property_schemas() -> Vec<SchemaProgram> {
+    [
+        json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "integer", "minimum": 0}, "b": false}, "additionalProperties": {"type": "string"}}),
+        json!({"items": {"anyOf": [{"type": "string", "maxLength": 2}, {"multipleOf": 0.5}]}, "uniqueItems": true, "contains": {"const": 1}, "maxContains": 1}),
+        json!({"oneOf": [{"type": "array"}, {"type": "object", "propertyNames": {"pattern": "^a"}}], "not": {"const": []}}),
+        json!({"$defs": {"t": {"anyOf": [{"type": ["null", "boolean", "number"]}, {"type": "array", "items": {"$ref": "#/$defs/t"}}, {"type": "object", "additionalProperties": {"$ref": "#/$defs/t"}}]}}, "$ref": "#/$defs/t"}),
+        json!({"if": {"type": "string"}, "then": {"format": "date"}, "else": {"dependentRequired": {"a": ["b"]}, "prefixItems": [{"type": "null"}]}}),
+        json!({"anyOf": [{"format": "email"}, {"format": "ipv4"}, {"type": "object", "minProperties": 2}]}),
+    ]
+    .into_iter()
+    .map(program)
+    .collect()
+}
+
+proptest! {
+    #[test]
+    fn first_violation_is_some_exactly_when_invalid(instance in arb_json()) {
+        for program in property_schemas() {
+            let valid = is_valid(&program, &instance);
+            let violation = first_violation(&program, &instance);
+            prop_assert_eq!(violation.is_none(), valid, "{:?}", violation);
+            if let Some(v) = violation {
+                prop_assert!(!v.message.is_empty());
+                prop_assert!(!v.message.contains('\n'));
+            }
+        }
+    }
+}
