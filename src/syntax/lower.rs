@@ -29,7 +29,10 @@ pub const MAX_COMBINATOR_DEPTH: usize = 64;
 const DEFAULT_ZONE: &str = "UTC";
 
 /// Builds the AST from the pairs of a successful parse of [`Rule::file`].
-pub(crate) fn lower_file(file: FileId, pairs: Pairs<'_, Rule>) -> Result<PolicyFile, Vec<SyntaxError>> {
+pub(crate) fn lower_file(
+    file: FileId,
+    pairs: Pairs<'_, Rule>,
+) -> Result<PolicyFile, Vec<SyntaxError>> {
     let mut lowerer = Lowerer {
         file,
         errors: Vec::new(),
@@ -78,7 +81,9 @@ fn content_end(pair: &Pair<'_, Rule>) -> usize {
 
 /// The first inner pair with one of `rules`.
 fn child<'i>(pair: &Pair<'i, Rule>, rule: Rule) -> Option<Pair<'i, Rule>> {
-    pair.clone().into_inner().find(|inner| inner.as_rule() == rule)
+    pair.clone()
+        .into_inner()
+        .find(|inner| inner.as_rule() == rule)
 }
 
 /// Inner pairs that carry meaning (punctuation and keywords dropped).
@@ -148,14 +153,7 @@ impl Lowerer {
     }
 
     /// Stores `value` in `slot`, or reports a duplicate of the field `name` inside `owner`.
-    fn set_once<T>(
-        &mut self,
-        slot: &mut Option<T>,
-        value: T,
-        name: &str,
-        owner: &str,
-        span: Span,
-    ) {
+    fn set_once<T>(&mut self, slot: &mut Option<T>, value: T, name: &str, owner: &str, span: Span) {
         if slot.is_some() {
             self.error(
                 span,
@@ -610,7 +608,10 @@ impl Lowerer {
         match shape.as_rule() {
             Rule::range_between => self.range_between(&shape),
             Rule::range_difference => {
-                let mut paths = shape.clone().into_inner().filter(|p| p.as_rule() == Rule::path);
+                let mut paths = shape
+                    .clone()
+                    .into_inner()
+                    .filter(|p| p.as_rule() == Rule::path);
                 let minuend = paths.next().map(|p| self.path(&p));
                 let subtrahend = paths.next().map(|p| self.path(&p));
                 let bound = self.trailing_bound(&shape, BoundKind::Duration);
@@ -633,7 +634,10 @@ impl Lowerer {
     /// `NUM OP PATH OP NUM`, normalised to two bounds with the subject on the left.
     fn range_between(&mut self, shape: &Pair<'_, Rule>) -> Option<ConstraintKind> {
         let number = child(shape, Rule::number)?;
-        let mut ops = shape.clone().into_inner().filter(|p| p.as_rule() == Rule::cmp_op);
+        let mut ops = shape
+            .clone()
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::cmp_op);
         let first_op_pair = ops.next()?;
         let second_op_pair = ops.next()?;
         let first_op = cmp_op(first_op_pair.as_str())?;
@@ -681,7 +685,11 @@ impl Lowerer {
             .last()?;
         let value_pair = child(shape, Rule::range_value)?.into_inner().next()?;
         let op = cmp_op(op_pair.as_str())?;
-        let span = Span::new(self.file, op_pair.as_span().start(), content_end(&value_pair));
+        let span = Span::new(
+            self.file,
+            op_pair.as_span().start(),
+            content_end(&value_pair),
+        );
         let value_span = self.span(&value_pair);
         let text = value_pair.as_str();
         let value = match (value_pair.as_rule(), allowed) {
@@ -795,13 +803,12 @@ impl Lowerer {
                 }
             }
         };
-        let burst = match child(body, Rule::rate_burst).and_then(|b| child(&b, Rule::uint)) {
-            Some(pair) => Some(
-                self.uint(&pair)
-                    .map(|n| Spanned::new(n, self.span(&pair))),
-            ),
-            None => None,
-        };
+        // `None`: no burst written; `Some(None)`: written but invalid (already reported).
+        let burst_pair = child(body, Rule::rate_burst).and_then(|b| child(&b, Rule::uint));
+        let burst = burst_pair.map(|pair| {
+            let span = self.span(&pair);
+            self.uint(&pair).map(|n| Spanned::new(n, span))
+        });
         let mut by = Vec::new();
         let mut ok = true;
         if let Some(by_pair) = child(body, Rule::rate_by) {
@@ -812,10 +819,10 @@ impl Lowerer {
                 }
             }
         }
-        let burst = match burst {
-            Some(value) => Some(value?),
-            None => None,
-        };
+        if matches!(burst, Some(None)) {
+            return None;
+        }
+        let burst = burst.flatten();
         let rate = RateLimit {
             count: count?,
             per: per?,
@@ -863,10 +870,7 @@ impl Lowerer {
         let span = self.span(pair);
         let days_pair = child(pair, Rule::days)?;
         let days = units::parse_days(days_pair.as_str()).map_err(|message| {
-            let help = suggestion(
-                days_pair.as_str(),
-                DAY_NAMES_AND_DAILY,
-            );
+            let help = suggestion(days_pair.as_str(), DAY_NAMES_AND_DAILY);
             self.error(self.span(&days_pair), message, help);
         });
         let mut times = pair
@@ -1189,14 +1193,16 @@ fn decode_string(body: &str) -> Result<String, Vec<StringProblem>> {
                 start: at,
                 end: at + 1 + escape.len_utf8(),
                 message: format!("invalid escape `\\{escape}` in a string"),
-                help: Some(
-                    "valid escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX",
-                ),
+                help: Some("valid escapes are \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX"),
             });
             continue;
         }
         let Some(high) = hex4(body, at + 2) else {
-            problems.push(bad_unicode(body, at, "expected four hex digits after `\\u`"));
+            problems.push(bad_unicode(
+                body,
+                at,
+                "expected four hex digits after `\\u`",
+            ));
             skip_hex(&mut chars);
             continue;
         };
@@ -1258,17 +1264,15 @@ fn hex4(body: &str, at: usize) -> Option<u32> {
 }
 
 fn bad_unicode(body: &str, at: usize, why: &str) -> StringProblem {
-    let end = body
-        .get(at + 2..)
-        .map_or(at + 2, |rest| {
-            at + 2
-                + rest
-                    .char_indices()
-                    .take_while(|(i, c)| *i < 4 && c.is_ascii_hexdigit())
-                    .map(|(i, c)| i + c.len_utf8())
-                    .last()
-                    .unwrap_or(0)
-        });
+    let end = body.get(at + 2..).map_or(at + 2, |rest| {
+        at + 2
+            + rest
+                .char_indices()
+                .take_while(|(i, c)| *i < 4 && c.is_ascii_hexdigit())
+                .map(|(i, c)| i + c.len_utf8())
+                .last()
+                .unwrap_or(0)
+    });
     let written = body.get(at..end).unwrap_or("\\u");
     StringProblem {
         start: at,

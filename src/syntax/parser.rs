@@ -130,7 +130,9 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
     match &error.variant {
         ErrorVariant::ParsingError { positives, .. } => {
             let mut expected: Vec<String> = Vec::new();
-            for rule in positives {
+            let mut positives = positives.clone();
+            positives.sort_by_key(|rule| rank(*rule));
+            for rule in &positives {
                 let name = describe(*rule).to_owned();
                 if !expected.contains(&name) {
                     expected.push(name);
@@ -143,16 +145,34 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
                 format!("expected {}, found {found_text}", one_of(&expected))
             };
             let mut syntax_error = SyntaxError::new(span, message);
-            if let Some(help) = help_for(&found, positives) {
+            if let Some(help) = help_for(&found, &positives) {
                 syntax_error = syntax_error.with_help(help);
             }
             syntax_error
         }
-        ErrorVariant::CustomError { message } => SyntaxError::new(
-            span,
-            format!("the policy could not be parsed: {message}"),
-        )
-        .with_help("the file is too large or too deeply nested for the parser"),
+        ErrorVariant::CustomError { message } => {
+            SyntaxError::new(span, format!("the policy could not be parsed: {message}"))
+                .with_help("the file is too large or too deeply nested for the parser")
+        }
+    }
+}
+
+/// Where a rule comes in an "expected ..." list: constructs first, then punctuation, then the
+/// end of the file.
+fn rank(rule: Rule) -> u8 {
+    match rule {
+        Rule::lbrace
+        | Rule::rbrace
+        | Rule::lbracket
+        | Rule::rbracket
+        | Rule::comma
+        | Rule::colon
+        | Rule::eq_op
+        | Rule::tilde
+        | Rule::minus
+        | Rule::cmp_op => 1,
+        Rule::EOI => 2,
+        _ => 0,
     }
 }
 
@@ -187,7 +207,9 @@ fn describe_found(found: &str) -> String {
 /// A "did you mean" hint when the found word is close to a keyword expected there.
 fn help_for(found: &str, positives: &[Rule]) -> Option<String> {
     if found == ";" {
-        return Some("constraints and fields are separated by spaces or line breaks, not `;`".to_owned());
+        return Some(
+            "constraints and fields are separated by spaces or line breaks, not `;`".to_owned(),
+        );
     }
     if found.is_empty() || !found.starts_with(|c: char| c.is_alphabetic()) {
         return None;
