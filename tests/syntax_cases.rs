@@ -1374,6 +1374,26 @@ fn lowering_errors_are_all_collected() {
     );
 }
 
+#[test]
+fn every_example_in_the_language_guide_parses() {
+    let guide =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/language.md")).unwrap();
+    let mut examples = 0;
+    for block in guide.split("```cap\n").skip(1) {
+        let code = block.split("```").next().unwrap();
+        if code.trim_start().starts_with("skill") {
+            parse_ok(code);
+        } else if parse(FileId(0), &in_capability(code)).is_err() {
+            // A list of alternatives for one field: each line on its own must parse.
+            for line in code.lines().filter(|l| !l.trim().is_empty()) {
+                parse_ok(&in_capability(line));
+            }
+        }
+        examples += 1;
+    }
+    assert!(examples >= 10, "only {examples} examples found");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Never panic
 // ---------------------------------------------------------------------------------------------

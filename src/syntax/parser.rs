@@ -126,7 +126,10 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
         InputLocation::Span((start, _)) => start,
     };
     let found = found_at(text, position);
-    let span = Span::new(file, position, position + found.len().max(1));
+    let end = (position + found.len().max(1))
+        .min(text.len())
+        .max(position);
+    let span = Span::new(file, position, end);
     match &error.variant {
         ErrorVariant::ParsingError { positives, .. } => {
             let mut expected: Vec<String> = Vec::new();
