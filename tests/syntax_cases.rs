@@ -1353,6 +1353,30 @@ fn a_missing_closing_brace_is_reported_at_the_end_of_the_file() {
 }
 
 #[test]
+fn syntax_errors_say_what_each_construct_expects() {
+    assert_eq!(
+        capability_errors("payloadSchema \"x\""),
+        ["3:19: expected `true`, `false`, `file` or `{`, found `\"`"]
+    );
+    assert_eq!(
+        capability_errors("wallClockWindow 09:00-17:00"),
+        ["3:21: expected days (`mon`, `mon-fri`, `daily`, ...) or `from`, found `09:00-17:00`"]
+    );
+    assert_eq!(
+        capability_errors("rateLimit 10 minute"),
+        ["3:18: expected `per`, found `minute`"]
+    );
+    assert_eq!(
+        capability_errors("fieldMatches payload.x ~ abc"),
+        ["3:30: expected a regex literal `/.../`, found `abc`"]
+    );
+    assert_eq!(
+        capability_errors("actorBinding payload.x agent.id"),
+        ["3:28: expected `,` or `==`, found `agent.id`"]
+    );
+}
+
+#[test]
 fn semicolons_are_not_separators() {
     let error = only_error(&in_capability("rateLimit 1 per day;"));
     assert!(error.message.ends_with("found `;`"), "{}", error.message);

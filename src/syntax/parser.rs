@@ -203,7 +203,8 @@ fn describe_found(found: &str) -> String {
         "" => "end of file".to_owned(),
         "\n" | "\r" => "end of line".to_owned(),
         " " | "\t" => "whitespace".to_owned(),
-        _ => format!("`{}`", found.escape_debug()),
+        _ if found.chars().any(char::is_control) => format!("`{}`", found.escape_debug()),
+        _ => format!("`{found}`"),
     }
 }
 
@@ -330,7 +331,7 @@ fn describe(rule: Rule) -> &'static str {
             "an RFC 3339 timestamp such as `2026-12-01T09:00:00Z`"
         }
         Rule::window_weekly | Rule::day_window => "a window such as `mon-fri 09:00-17:00`",
-        Rule::days => "days such as `mon-fri` or `daily`",
+        Rule::days => "days (`mon`, `mon-fri`, `daily`, ...)",
         Rule::time_of_day => "a time `HH:MM`",
         Rule::any_block => "`any { ... }`",
         Rule::all_block => "`all { ... }`",
