@@ -3,7 +3,7 @@
 //! [`SyntaxError`] is the one error type of this layer: a span, a one-line message and an
 //! optional hint. The parser returns every error it can find in one go (pest syntax errors stop
 //! at the first; errors found while building the AST are all collected). This module also holds
-//! the small helpers that make messages friendlier: [`did_you_mean`] and [`one_of`].
+//! the small helpers that make messages friendlier (`did_you_mean`, `one_of`).
 
 use crate::span::Span;
 

@@ -803,10 +803,12 @@ impl Lowerer {
                 }
             }
         };
-        let burst = match child(body, Rule::rate_burst).and_then(|b| child(&b, Rule::uint)) {
-            Some(pair) => Some(self.uint(&pair).map(|n| Spanned::new(n, self.span(&pair)))),
-            None => None,
-        };
+        // `None`: no burst written; `Some(None)`: written but invalid (already reported).
+        let burst_pair = child(body, Rule::rate_burst).and_then(|b| child(&b, Rule::uint));
+        let burst = burst_pair.map(|pair| {
+            let span = self.span(&pair);
+            self.uint(&pair).map(|n| Spanned::new(n, span))
+        });
         let mut by = Vec::new();
         let mut ok = true;
         if let Some(by_pair) = child(body, Rule::rate_by) {
@@ -817,10 +819,10 @@ impl Lowerer {
                 }
             }
         }
-        let burst = match burst {
-            Some(value) => Some(value?),
-            None => None,
-        };
+        if matches!(burst, Some(None)) {
+            return None;
+        }
+        let burst = burst.flatten();
         let rate = RateLimit {
             count: count?,
             per: per?,

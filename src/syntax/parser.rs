@@ -126,11 +126,16 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
         InputLocation::Span((start, _)) => start,
     };
     let found = found_at(text, position);
-    let span = Span::new(file, position, position + found.len().max(1));
+    let end = (position + found.len().max(1))
+        .min(text.len())
+        .max(position);
+    let span = Span::new(file, position, end);
     match &error.variant {
         ErrorVariant::ParsingError { positives, .. } => {
             let mut expected: Vec<String> = Vec::new();
-            for rule in positives {
+            let mut positives = positives.clone();
+            positives.sort_by_key(|rule| rank(*rule));
+            for rule in &positives {
                 let name = describe(*rule).to_owned();
                 if !expected.contains(&name) {
                     expected.push(name);
@@ -143,7 +148,7 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
                 format!("expected {}, found {found_text}", one_of(&expected))
             };
             let mut syntax_error = SyntaxError::new(span, message);
-            if let Some(help) = help_for(&found, positives) {
+            if let Some(help) = help_for(&found, &positives) {
                 syntax_error = syntax_error.with_help(help);
             }
             syntax_error
@@ -152,6 +157,25 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
             SyntaxError::new(span, format!("the policy could not be parsed: {message}"))
                 .with_help("the file is too large or too deeply nested for the parser")
         }
+    }
+}
+
+/// Where a rule comes in an "expected ..." list: constructs first, then punctuation, then the
+/// end of the file.
+fn rank(rule: Rule) -> u8 {
+    match rule {
+        Rule::lbrace
+        | Rule::rbrace
+        | Rule::lbracket
+        | Rule::rbracket
+        | Rule::comma
+        | Rule::colon
+        | Rule::eq_op
+        | Rule::tilde
+        | Rule::minus
+        | Rule::cmp_op => 1,
+        Rule::EOI => 2,
+        _ => 0,
     }
 }
 
@@ -179,7 +203,8 @@ fn describe_found(found: &str) -> String {
         "" => "end of file".to_owned(),
         "\n" | "\r" => "end of line".to_owned(),
         " " | "\t" => "whitespace".to_owned(),
-        _ => format!("`{}`", found.escape_debug()),
+        _ if found.chars().any(char::is_control) => format!("`{}`", found.escape_debug()),
+        _ => format!("`{found}`"),
     }
 }
 
@@ -306,7 +331,7 @@ fn describe(rule: Rule) -> &'static str {
             "an RFC 3339 timestamp such as `2026-12-01T09:00:00Z`"
         }
         Rule::window_weekly | Rule::day_window => "a window such as `mon-fri 09:00-17:00`",
-        Rule::days => "days such as `mon-fri` or `daily`",
+        Rule::days => "days (`mon`, `mon-fri`, `daily`, ...)",
         Rule::time_of_day => "a time `HH:MM`",
         Rule::any_block => "`any { ... }`",
         Rule::all_block => "`all { ... }`",
