@@ -64,8 +64,16 @@ fn decision(c: &mut Criterion) {
             Ok(request) => request,
             Err(e) => panic!("{e}"),
         };
-        assert_eq!(engine.check(&parsed).decision, expected, "{name} pre-parsed");
-        assert_eq!(engine.check_slice(&bytes).decision, expected, "{name} from bytes");
+        assert_eq!(
+            engine.check(&parsed).decision,
+            expected,
+            "{name} pre-parsed"
+        );
+        assert_eq!(
+            engine.check_slice(&bytes).decision,
+            expected,
+            "{name} from bytes"
+        );
         group.bench_function(format!("{name}/pre_parsed"), |b| {
             b.iter(|| engine.check(black_box(&parsed)))
         });

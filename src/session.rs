@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::{AuditSink, Engine, LoadedPolicy, Request, parse_strict_json};
 use crate::limits::Limits;
-use crate::runtime::{InMemoryStore, SimulatedClock};
 use crate::parse_duration;
+use crate::runtime::{InMemoryStore, SimulatedClock};
 use crate::vm::parse_timestamp;
 
 /// How a session's engine is built.

@@ -221,7 +221,10 @@ fn without_spans(skill: &Skill) -> String {
     while let Some(at) = rest.find("Span {") {
         out.push_str(rest.get(..at).unwrap_or(""));
         let after = rest.get(at..).unwrap_or("");
-        rest = after.find('}').and_then(|end| after.get(end + 1..)).unwrap_or("");
+        rest = after
+            .find('}')
+            .and_then(|end| after.get(end + 1..))
+            .unwrap_or("");
     }
     out.push_str(rest);
     out
