@@ -4,6 +4,8 @@
 //! Run with `cargo bench --bench decision`. The engine is stateless (as `capgate check`), so the
 //! policy's rate limit does not interfere; its clock is fixed inside the business-hours window.
 
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 

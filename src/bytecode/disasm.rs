@@ -1,1 +1,139 @@
-//! Disassembly. (Being written.)
+//! The disassembler: a program as text, one instruction per line with its source location.
+//!
+//! ```text
+//! checks:
+//!   check0  fieldMatches payload.attendees[*].email ~ /[^@]+@example\.com/i   policies/m.cap:15:5
+//! code:
+//!   0000  match      p0 re0                 ; policies/m.cap:15:5
+//!   0001  require    check0
+//!   0002  accept
+//! ```
+//! Operands print with their table's prefix (`p` paths, `c` constants, `re` regexes, `@` jump
+//! targets, ...), followed by a comment showing what they name.
+
+use std::fmt::Write;
+
+use super::index::{Index, lookup};
+use super::op::Op;
+use super::program::Program;
+
+fn path(program: &Program, index: impl Index + std::fmt::Display) -> String {
+    let text = lookup(&program.paths, index).map_or("?", |p| p.text.as_str());
+    format!("{index}={text}")
+}
+
+fn operands(program: &Program, op: &Op) -> String {
+    let optional = |o: bool| if o { " optional" } else { "" };
+    match *op {
+        Op::Equals {
+            path: p,
+            value,
+            optional: o,
+        } => {
+            let constant = lookup(&program.consts, value).map_or_else(
+                || "?".to_owned(),
+                |v| crate::value::truncate_for_message(v, 40),
+            );
+            format!("{} {value}={constant}{}", path(program, p), optional(o))
+        }
+        Op::InSet {
+            path: p,
+            set,
+            optional: o,
+        } => {
+            let count = lookup(&program.sets, set).map_or(0, |s| s.values.len());
+            format!("{} {set}=({count} values){}", path(program, p), optional(o))
+        }
+        Op::EqualsPath {
+            path: p,
+            other,
+            optional: o,
+        } => format!(
+            "{} {}{}",
+            path(program, p),
+            path(program, other),
+            optional(o)
+        ),
+        Op::Matches {
+            path: p,
+            regex,
+            optional: o,
+        } => {
+            let source = lookup(&program.regexes, regex).map_or_else(
+                || "?".to_owned(),
+                |r| {
+                    format!(
+                        "/{}/{}",
+                        r.source,
+                        if r.case_insensitive { "i" } else { "" }
+                    )
+                },
+            );
+            format!("{} {regex}={source}{}", path(program, p), optional(o))
+        }
+        Op::Range {
+            path: p,
+            bounds,
+            optional: o,
+        }
+        | Op::RangeNow {
+            path: p,
+            bounds,
+            optional: o,
+        } => {
+            let text = lookup(&program.bounds, bounds).map_or("?", |b| b.text.as_str());
+            format!("{} {bounds}=({text}){}", path(program, p), optional(o))
+        }
+        Op::RangeDiff {
+            a,
+            b,
+            bounds,
+            optional: o,
+        } => {
+            let text = lookup(&program.bounds, bounds).map_or("?", |b| b.text.as_str());
+            format!(
+                "{} - {} {bounds}=({text}){}",
+                path(program, a),
+                path(program, b),
+                optional(o)
+            )
+        }
+        Op::Schema { schema } => format!("{schema}"),
+        Op::Window { window } => {
+            let text =
+                lookup(&program.windows, window).map_or_else(|| "?".to_owned(), |w| w.describe());
+            format!("{window}=({text})")
+        }
+        Op::Push(value) => value.to_string(),
+        Op::OrElse { target } | Op::AndThen { target } => format!("{target}"),
+        Op::Require { check } => format!("{check}"),
+        Op::Not | Op::Accept => String::new(),
+    }
+}
+
+/// Renders a program's checks and code.
+pub fn disassemble(program: &Program) -> String {
+    let mut out = String::new();
+    if !program.checks.is_empty() {
+        out.push_str("checks:\n");
+        for (i, check) in program.checks.iter().enumerate() {
+            let location = check
+                .location
+                .as_ref()
+                .map_or_else(String::new, |l| format!("   {l}"));
+            let _ = writeln!(out, "  check{i:<3} {}{location}", check.summary);
+        }
+    }
+    out.push_str("code:\n");
+    for (at, op) in program.code.iter().enumerate() {
+        let location = program
+            .debug
+            .get(at)
+            .and_then(Option::as_ref)
+            .map_or_else(String::new, |l| format!("  ; {l}"));
+        let line = format!("  {at:04}  {:<10} {}", op.mnemonic(), operands(program, op));
+        let padded = format!("{:<72}{location}", line.trim_end());
+        let _ = writeln!(out, "{}", padded.trim_end());
+    }
+    out
+}

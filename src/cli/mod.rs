@@ -1,6 +1,7 @@
 //! The `capgate` command line: one file per subcommand, using only the library's public API.
 
 mod check;
+mod disasm;
 mod output;
 mod replay;
 
@@ -40,6 +41,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Run a JSON Lines session on one stateful engine with a simulated clock.
     Replay(replay::ReplayArgs),
+    /// Print each capability's bytecode with source locations.
+    Disasm(disasm::DisasmArgs),
 }
 
 /// Parses arguments and runs the subcommand.
@@ -54,6 +57,7 @@ pub fn run() -> ExitCode {
     let code = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Disasm(args) => disasm::run(args),
     };
     ExitCode::from(code)
 }

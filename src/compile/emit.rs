@@ -135,11 +135,10 @@ impl<'a> Emitter<'a> {
     }
 
     fn patch(&mut self, at: usize, target: JumpTarget) {
-        if let Some(op) = self.program.code.get_mut(at) {
-            match op {
-                Op::OrElse { target: t } | Op::AndThen { target: t } => *t = target,
-                _ => {}
-            }
+        if let Some(Op::OrElse { target: t } | Op::AndThen { target: t }) =
+            self.program.code.get_mut(at)
+        {
+            *t = target;
         }
     }
 
@@ -715,17 +714,40 @@ pub fn summary(constraint: &Constraint) -> String {
             pattern.node,
             if *case_insensitive { "i" } else { "" }
         ),
-        ConstraintKind::FieldRange { subject, .. } => match subject {
-            RangeSubject::Field(p) => format!("fieldRange {}", p.node),
-            RangeSubject::Difference(a, b) => format!("fieldRange {} - {}", a.node, b.node),
-        },
+        ConstraintKind::FieldRange { subject, bounds } => {
+            let bounds: Vec<String> = bounds
+                .iter()
+                .map(|b| {
+                    let value = match &b.value {
+                        BoundValue::Number(n) => n.to_string(),
+                        BoundValue::Duration(d) => format_duration(*d),
+                        BoundValue::Now => "now".to_owned(),
+                    };
+                    format!("{} {value}", b.op.symbol())
+                })
+                .collect();
+            match subject {
+                RangeSubject::Field(p) => format!("fieldRange {} {}", p.node, bounds.join(" and ")),
+                RangeSubject::Difference(a, b) => {
+                    format!(
+                        "fieldRange {} - {} {}",
+                        a.node,
+                        b.node,
+                        bounds.join(" and ")
+                    )
+                }
+            }
+        }
         ConstraintKind::PayloadSchema(_) => "payloadSchema".to_owned(),
         ConstraintKind::ActorBinding { paths, identity } => {
             let list: Vec<String> = paths.iter().map(|p| p.node.to_string()).collect();
             format!("actorBinding {} == {}", list.join(", "), identity.node)
         }
         ConstraintKind::RateLimit(_) => "rateLimit".to_owned(),
-        ConstraintKind::WallClockWindow(_) => "wallClockWindow".to_owned(),
+        ConstraintKind::WallClockWindow(spec) => match CompiledWindow::compile(spec) {
+            Ok(window) => format!("wallClockWindow {}", window.describe()),
+            Err(_) => "wallClockWindow".to_owned(),
+        },
         ConstraintKind::Any(items) => format!("any {{ {} constraints }}", items.len()),
         ConstraintKind::All(items) => format!("all {{ {} constraints }}", items.len()),
         ConstraintKind::Not(_) => "not { ... }".to_owned(),

@@ -30,6 +30,9 @@ use crate::limits::Limits;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 
+/// Every compiled revision of every skill, by (name, revision).
+type RevisionHistory = HashMap<(Arc<str>, u64), Arc<CompiledSkill>>;
+
 /// The loaded skills, indexed by name for O(1) lookup.
 #[derive(Debug)]
 pub struct PolicySet {
@@ -159,7 +162,7 @@ impl EngineBuilder {
 pub struct Engine {
     policy: RwLock<Arc<PolicySet>>,
     /// Every revision of every skill ever loaded, for grants pinned to an older one.
-    history: RwLock<HashMap<(Arc<str>, u64), Arc<CompiledSkill>>>,
+    history: RwLock<RevisionHistory>,
     clock: Arc<dyn Clock>,
     state: Option<Arc<dyn StateStore>>,
     audit: Option<Arc<dyn AuditSink>>,

@@ -239,7 +239,7 @@ fn execute<S: Sink>(
     }
 }
 
-fn table<'p, I: Index, T>(entries: &'p [T], index: I) -> Result<&'p T, VmError> {
+fn table<I: Index, T>(entries: &[T], index: I) -> Result<&T, VmError> {
     lookup(entries, index).ok_or(VmError::Internal(
         "operand out of range in a verified program",
     ))

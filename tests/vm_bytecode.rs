@@ -1,0 +1,245 @@
+//! The VM tested apart from the compiler: hand-written programs, run against hand-built inputs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use capgate::bytecode::index::{CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx};
+use capgate::bytecode::op::Op;
+use capgate::bytecode::program::{
+    CheckInfo, CompiledPath, CompiledRegex, JsonRoot, PathAccess, Program,
+};
+use capgate::bytecode::verify::verify;
+use capgate::value::Segment;
+use capgate::vm::resource::{Bindings, RequestResource};
+use capgate::vm::{Input, Outcome, run, run_counted};
+use serde_json::{Value, json};
+
+fn path(segments: Vec<Segment>, text: &str) -> CompiledPath {
+    CompiledPath {
+        access: PathAccess::Json {
+            root: JsonRoot::Payload,
+            segments,
+        },
+        text: text.to_owned(),
+    }
+}
+
+fn key(k: &str) -> Segment {
+    Segment::Key(k.to_owned())
+}
+
+fn check(code_end: u32) -> CheckInfo {
+    CheckInfo {
+        constraint: "fieldEquals",
+        location: None,
+        summary: String::new(),
+        code_start: 0,
+        code_end,
+    }
+}
+
+fn program(code: Vec<Op>) -> Program {
+    let debug = vec![None; code.len()];
+    let end = u32::try_from(code.len()).unwrap();
+    Program {
+        code,
+        debug,
+        consts: vec![json!("primary"), json!(1)],
+        paths: vec![
+            path(vec![key("calendar")], "payload.calendar"),
+            path(
+                vec![key("attendees"), Segment::Wildcard, key("email")],
+                "payload.attendees[*].email",
+            ),
+            path(vec![key("n")], "payload.n"),
+        ],
+        regexes: vec![CompiledRegex {
+            regex: regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
+            source: "[^@]+@example\\.com".to_owned(),
+            case_insensitive: false,
+        }],
+        checks: vec![check(end)],
+        ..Program::default()
+    }
+}
+
+fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_>) -> R) -> R {
+    let resource = RequestResource::parse("tool:x").unwrap();
+    let bindings = Bindings::new();
+    let null = Value::Null;
+    let input = Input {
+        payload: &payload,
+        agent: &null,
+        context: &null,
+        resource: &resource,
+        bindings: &bindings,
+        skill: "s",
+        operation: "call",
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+    };
+    f(&input)
+}
+
+fn p(i: usize) -> PathIdx {
+    PathIdx::from_usize(i).unwrap()
+}
+
+fn check0() -> CheckIdx {
+    CheckIdx::from_usize(0).unwrap()
+}
+
+#[test]
+fn equals_then_require_accepts_and_fails() {
+    let code = vec![
+        Op::Equals {
+            path: p(0),
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check0() },
+        Op::Accept,
+    ];
+    let verified = verify(program(code)).unwrap();
+    with_input(json!({"calendar": "primary"}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Accepted);
+    });
+    with_input(json!({"calendar": "team"}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check0()));
+    });
+    with_input(json!({}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check0()));
+    });
+}
+
+#[test]
+fn or_else_short_circuits_over_a_failing_first_alternative() {
+    // any { calendar == "primary"  ;  n == 1 }
+    let code = vec![
+        Op::Equals {
+            path: p(0),
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::OrElse {
+            target: JumpTarget::from_usize(3).unwrap(),
+        },
+        Op::Equals {
+            path: p(2),
+            value: ConstIdx::from_usize(1).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check0() },
+        Op::Accept,
+    ];
+    let verified = verify(program(code)).unwrap();
+    with_input(json!({"calendar": "x", "n": 1.0}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Accepted);
+    });
+    with_input(json!({"calendar": "primary"}), |input| {
+        let (outcome, steps) = run_counted(&verified, input).unwrap();
+        assert_eq!(outcome, Outcome::Accepted);
+        // The jump skipped the second test.
+        assert_eq!(steps.instructions, 4);
+    });
+    with_input(json!({"calendar": "x", "n": 2}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check0()));
+    });
+}
+
+#[test]
+fn wildcard_match_holds_for_empty_arrays_and_fails_on_one_bad_element() {
+    let code = vec![
+        Op::Matches {
+            path: p(1),
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check0() },
+        Op::Accept,
+    ];
+    let verified = verify(program(code)).unwrap();
+    with_input(json!({"attendees": []}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Accepted);
+    });
+    with_input(
+        json!({"attendees": [{"email": "a@example.com"}, {"email": "b@evil.com"}]}),
+        |input| assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check0())),
+    );
+    with_input(json!({"attendees": [{"email": 3}]}), |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check0()));
+    });
+}
+
+#[test]
+fn arrays_longer_than_the_scan_limit_are_an_error_not_a_decision() {
+    let code = vec![
+        Op::Matches {
+            path: p(1),
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional: true,
+        },
+        Op::Not,
+        Op::Require { check: check0() },
+        Op::Accept,
+    ];
+    let verified = verify(program(code)).unwrap();
+    let many: Vec<Value> = (0..101)
+        .map(|_| json!({"email": "a@example.com"}))
+        .collect();
+    with_input(json!({ "attendees": many }), |input| {
+        assert!(run(&verified, input).is_err());
+    });
+}
+
+/// The documented bound (docs/bytecode.md): instructions ≤ code length; visits ≤ tests × (N + 2)
+/// where N counts the payload's nodes.
+#[test]
+fn steps_stay_within_the_documented_bound() {
+    let code = vec![
+        Op::Matches {
+            path: p(1),
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::AndThen {
+            target: JumpTarget::from_usize(3).unwrap(),
+        },
+        Op::Equals {
+            path: p(0),
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check0() },
+        Op::Accept,
+    ];
+    let verified = verify(program(code.clone())).unwrap();
+    for n in [0usize, 1, 7, 50] {
+        let attendees: Vec<Value> = (0..n)
+            .map(|i| json!({"email": format!("u{i}@example.com")}))
+            .collect();
+        let payload = json!({"calendar": "primary", "attendees": attendees});
+        let nodes = count_nodes(&payload);
+        with_input(payload, |input| {
+            let (_, steps) = run_counted(&verified, input).unwrap();
+            let tests = code.iter().filter(|op| op.is_test()).count() as u64;
+            assert!(steps.instructions <= code.len() as u64);
+            assert!(
+                steps.visits <= tests * (nodes + 2),
+                "{steps:?} nodes={nodes}"
+            );
+        });
+    }
+}
+
+fn count_nodes(value: &Value) -> u64 {
+    1 + match value {
+        Value::Array(items) => items.iter().map(count_nodes).sum(),
+        Value::Object(map) => map.values().map(count_nodes).sum(),
+        _ => 0,
+    }
+}
