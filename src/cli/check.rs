@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
+use capgate::{Engine, JsonLinesAudit, Limits, Request, SimulatedClock, parse_timestamp};
 
 use super::output::{decision_text, exit_code};
 use super::{EXIT_INPUT, Format, load_policies};
@@ -26,6 +26,9 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Append one audit record per decision to this file (JSON Lines).
+    #[arg(long)]
+    audit: Option<PathBuf>,
 }
 
 /// Runs `capgate check`.
@@ -72,6 +75,19 @@ pub fn run(args: CheckArgs) -> u8 {
     let mut builder = Engine::builder(policy).limits(limits);
     if let Some(now) = now {
         builder = builder.clock(Arc::new(SimulatedClock::new(now)));
+    }
+    if let Some(path) = &args.audit {
+        match std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => builder = builder.audit(JsonLinesAudit::new(std::io::BufWriter::new(file))),
+            Err(e) => {
+                eprintln!("error: cannot open audit file `{}`: {e}", path.display());
+                return EXIT_INPUT;
+            }
+        }
     }
     let engine = builder.build();
     let mut request = request;
