@@ -90,6 +90,8 @@ impl Tracer for Everything {
 }
 
 enum Step {
+    /// The constraint program held (the candidate goes on to rate limits and gating).
+    Holds,
     /// The candidate decides: allow or approval_required.
     Decides(Decision),
     /// The candidate fails with this reason; try the next.
@@ -184,6 +186,8 @@ impl Engine {
             };
             match self.candidate(skill, capability, request, &input, now) {
                 Step::Decides(decision) => return self.finish(decision),
+                // `candidate` never answers `Holds`: it goes on to a decision or a failure.
+                Step::Holds => {}
                 Step::Fails(reason) => reasons.push(reason),
                 Step::Abort(reason) => return deny(vec![reason]),
             }
@@ -476,14 +480,7 @@ impl Engine {
     /// Runs the constraint program; on failure, traces it to build the reason.
     fn program_step(&self, capability: &CompiledCapability, input: &Input<'_>) -> Step {
         match crate::vm::run(&capability.program, input) {
-            Ok(Outcome::Accepted) => Step::Decides(Decision {
-                decision: Verdict::Allow,
-                skill: Arc::from(""),
-                capability: None,
-                grant: None,
-                observed: None,
-                reasons: Vec::new(),
-            }),
+            Ok(Outcome::Accepted) => Step::Holds,
             Ok(Outcome::Failed(check)) => Step::Fails(explain_failure(capability, input, check)),
             Err(error) => Step::Abort(vm_error_reason(capability, &error)),
         }

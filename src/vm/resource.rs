@@ -490,42 +490,72 @@ fn validate_query(query: &str) -> Result<(), ResourceRejection> {
 /// Slot `i` holds the percent-decoded segment bound to `pattern.bindings()[i]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bindings<'a> {
-    slots: Vec<Option<Cow<'a, str>>>,
+    /// The first [`INLINE_BINDINGS`] slots, kept inline so a match allocates nothing.
+    inline: [Option<Cow<'a, str>>; INLINE_BINDINGS],
+    /// Slots past the inline ones (templates with many bindings are rare).
+    spill: Vec<Option<Cow<'a, str>>>,
+    /// Slots of the last match.
+    len: usize,
 }
+
+/// How many bindings a match holds without allocating.
+pub const INLINE_BINDINGS: usize = 8;
 
 impl<'a> Bindings<'a> {
     /// An empty buffer.
     pub fn new() -> Self {
-        Bindings { slots: Vec::new() }
+        Self::default()
+    }
+
+    fn slot(&self, slot: usize) -> Option<&Option<Cow<'a, str>>> {
+        if slot >= self.len {
+            return None;
+        }
+        match slot.checked_sub(INLINE_BINDINGS) {
+            None => self.inline.get(slot),
+            Some(extra) => self.spill.get(extra),
+        }
     }
 
     /// The value bound in `slot` by the last successful match.
     pub fn get(&self, slot: usize) -> Option<&str> {
-        self.slots.get(slot).and_then(|s| s.as_deref())
+        self.slot(slot).and_then(|s| s.as_deref())
     }
 
     /// The number of slots of the last match (bound or not).
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.len
     }
 
     /// True when there are no slots.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len == 0
     }
 
     /// Forgets every value, keeping the capacity.
     pub fn clear(&mut self) {
-        self.slots.clear();
+        self.reset(0);
     }
 
     fn reset(&mut self, slots: usize) {
-        self.slots.clear();
-        self.slots.resize(slots, None);
+        for place in &mut self.inline {
+            *place = None;
+        }
+        self.spill.clear();
+        self.spill
+            .resize(slots.saturating_sub(INLINE_BINDINGS), None);
+        self.len = slots;
     }
 
     fn set(&mut self, slot: usize, value: Cow<'a, str>) -> bool {
-        match self.slots.get_mut(slot) {
+        if slot >= self.len {
+            return false;
+        }
+        let place = match slot.checked_sub(INLINE_BINDINGS) {
+            None => self.inline.get_mut(slot),
+            Some(extra) => self.spill.get_mut(extra),
+        };
+        match place {
             Some(place) => {
                 *place = Some(value);
                 true

@@ -1,0 +1,102 @@
+//! An allowed decision allocates nothing on the heap (issue 5, target 4).
+//!
+//! A counting global allocator wraps the system allocator; after one warm-up call (which may
+//! size thread-local buffers and regex caches), a run of allowed decisions must not allocate.
+// A global allocator is the one way to observe allocations; it only counts and delegates.
+#![allow(unsafe_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use capgate::{Engine, Limits, PolicyLoader, Request, SimulatedClock, Verdict, parse_timestamp};
+use serde_json::json;
+
+struct Counting;
+
+thread_local! {
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every method delegates to `System` with the caller's arguments unchanged; the counter
+// is a thread-local `Cell` that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn allocations() -> u64 {
+    COUNT.with(Cell::get)
+}
+
+fn scheduler_engine() -> Engine {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_path(std::path::Path::new("policies/meeting-scheduler"));
+    let now = parse_timestamp("2026-12-01T15:00:00Z").unwrap();
+    Engine::builder(loader.finish().unwrap())
+        .clock(Arc::new(SimulatedClock::new(now)))
+        .build()
+}
+
+fn scheduler_request() -> Request {
+    Request::from_value(
+        json!({
+            "skill": "meeting-scheduler",
+            "operation": "POST",
+            "resource": "https://calendar.example.com/v3/calendars/primary/events",
+            "agent": {"id": "agent-7", "email": "sched-bot@example.com", "org": "acme"},
+            "autonomy": 85,
+            "payload": {
+                "summary": "Quarterly planning sync",
+                "organizer": {"email": "sched-bot@example.com"},
+                "attendees": [
+                    {"email": "alice@example.com"}, {"email": "bob@example.com"},
+                    {"email": "carol@example.com"}, {"email": "dave@example.com"},
+                    {"email": "erin@example.com"}
+                ],
+                "start": "2026-12-01T15:00:00Z",
+                "end": "2026-12-01T16:00:00Z",
+                "description": "x".repeat(600)
+            }
+        }),
+        &Limits::DEFAULT,
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_allowed_decision_allocates_nothing() {
+    let engine = scheduler_engine();
+    let request = scheduler_request();
+    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    let before = allocations();
+    for _ in 0..100 {
+        let decision = engine.check(&request);
+        assert_eq!(decision.decision, Verdict::Allow);
+    }
+    let per_call = (allocations() - before) as f64 / 100.0;
+    assert_eq!(per_call, 0.0, "allocations per allowed decision");
+}
