@@ -64,7 +64,7 @@ fn operands(program: &Program, op: &Op) -> String {
                 |r| {
                     format!(
                         "/{}/{}",
-                        r.source,
+                        r.source.replace('/', "\\/"),
                         if r.case_insensitive { "i" } else { "" }
                     )
                 },

@@ -711,7 +711,7 @@ pub fn summary(constraint: &Constraint) -> String {
         } => format!(
             "fieldMatches {} ~ /{}/{}",
             path.node,
-            pattern.node,
+            pattern.node.replace('/', "\\/"),
             if *case_insensitive { "i" } else { "" }
         ),
         ConstraintKind::FieldRange { subject, bounds } => {

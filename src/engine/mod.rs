@@ -23,7 +23,7 @@ pub use audit::{AuditRecord, AuditSink, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
 pub use eval::CandidateTrace;
 pub use load::{Diagnostic, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader};
-pub use request::{Request, RequestError, depth_exceeds, parse_strict_json};
+pub use request::{Request, RequestError, depth_exceeds, parse_json_with_depth, parse_strict_json};
 
 use crate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use crate::limits::Limits;
@@ -336,21 +336,40 @@ impl Engine {
         match Request::from_slice(bytes, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => {
-                let skill: Arc<str> = serde_json::from_slice::<serde_json::Value>(bytes)
+                // Best effort to name the skill in the deny; never trusted for anything else.
+                let skill: Arc<str> = std::str::from_utf8(bytes)
                     .ok()
+                    .and_then(|text| parse_strict_json(text).ok())
                     .and_then(|v| v.get("skill").and_then(|s| s.as_str()).map(Arc::from))
                     .unwrap_or_else(|| Arc::from(""));
-                let decision = self.finish(Decision::deny(
-                    skill,
-                    vec![Reason::request(ReasonKind::Input, e.to_string())],
-                ));
-                if let Some(sink) = &self.audit {
-                    let request = Request::new(&*decision.skill, "", "");
-                    self.audit_record(sink.as_ref(), &request, &decision);
-                }
-                decision
+                self.refuse_input(skill, &e)
             }
         }
+    }
+
+    /// Decides a request given as a parsed JSON value (a session line's `call`): a value that is
+    /// not a valid request is denied with reason `input`.
+    pub fn check_value(&self, value: serde_json::Value) -> Decision {
+        let skill: Arc<str> = value
+            .get("skill")
+            .and_then(|s| s.as_str())
+            .map_or_else(|| Arc::from(""), Arc::from);
+        match Request::from_value(value, &self.limits) {
+            Ok(request) => self.check(&request),
+            Err(e) => self.refuse_input(skill, &e),
+        }
+    }
+
+    fn refuse_input(&self, skill: Arc<str>, error: &RequestError) -> Decision {
+        let decision = self.finish(Decision::deny(
+            skill,
+            vec![Reason::request(ReasonKind::Input, error.to_string())],
+        ));
+        if let Some(sink) = &self.audit {
+            let request = Request::new(&*decision.skill, "", "");
+            self.audit_record(sink.as_ref(), &request, &decision);
+        }
+        decision
     }
 
     /// Applies observe mode to a computed decision.

@@ -60,10 +60,34 @@ pub enum RequestError {
         /// The limit.
         limit: usize,
     },
-    /// The JSON is malformed, has duplicate keys, unknown fields or is nested too deeply.
+    /// `payload`, `agent` or `context` nests deeper than the limit.
+    #[error("`{field}` is nested deeper than the limit of {limit}")]
+    TooDeep {
+        /// Which part of the request.
+        field: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// The JSON is malformed, has duplicate keys or unknown fields, or lacks a required field.
     #[error("malformed request: {0}")]
     Malformed(String),
 }
+
+impl RequestError {
+    /// True for a well-formed request that breaks a limit (the engine denies it with reason
+    /// `input`), false for input that is not a request at all.
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            RequestError::TooLarge { .. } | RequestError::TooDeep { .. }
+        )
+    }
+}
+
+/// How much deeper than the payload limit the parser itself goes before refusing: enough for
+/// the request object and the session line around a payload at the limit, so that a payload one
+/// level too deep is reported as `TooDeep` (a deny) and not as unparseable.
+const PARSE_HEADROOM: usize = 8;
 
 impl Request {
     /// A request with the required fields and everything else absent.
@@ -96,10 +120,12 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
-        let request: Request =
-            serde_json::from_slice(bytes).map_err(|e| RequestError::Malformed(e.to_string()))?;
-        request.check_depth(limits)?;
-        Ok(request)
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            RequestError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+        })?;
+        let value = parse_json_with_depth(text, limits.max_payload_depth + PARSE_HEADROOM)
+            .map_err(RequestError::Malformed)?;
+        Request::from_value(value, limits)
     }
 
     /// Parses a request from an already-parsed JSON value (e.g. a session line), with the same
@@ -119,10 +145,10 @@ impl Request {
             ("context", &self.context),
         ] {
             if depth_exceeds(value, limits.max_payload_depth) {
-                return Err(RequestError::Malformed(format!(
-                    "`{name}` is nested deeper than the limit of {}",
-                    limits.max_payload_depth
-                )));
+                return Err(RequestError::TooDeep {
+                    field: name,
+                    limit: limits.max_payload_depth,
+                });
             }
         }
         Ok(())
@@ -148,32 +174,64 @@ pub fn depth_exceeds(value: &Value, limit: usize) -> bool {
     false
 }
 
-/// Parses JSON into a `Value`, rejecting duplicate object keys at any depth.
+/// Parses JSON into a `Value`, rejecting duplicate object keys at any depth and nesting deeper
+/// than the default payload limit plus room for the objects around a payload.
 pub fn parse_strict_json(text: &str) -> Result<Value, String> {
+    parse_json_with_depth(text, Limits::DEFAULT.max_payload_depth + PARSE_HEADROOM)
+}
+
+/// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
+/// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
+pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = StrictValue
-        .deserialize(&mut deserializer)
-        .map_err(|e| e.to_string())?;
+    // Our seed counts depth itself (below), so serde_json's fixed limit of 128 is lifted.
+    deserializer.disable_recursion_limit();
+    let value = StrictValue {
+        depth_left: max_depth,
+    }
+    .deserialize(&mut deserializer)
+    .map_err(|e| e.to_string())?;
     deserializer.end().map_err(|e| e.to_string())?;
     Ok(value)
 }
 
 fn strict_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
-    StrictValue.deserialize(deserializer)
+    // Values reaching here were already bounded by `parse_json_with_depth` or are built in
+    // memory by the embedder; the depth check of `Request::check_depth` still applies.
+    StrictValue {
+        depth_left: usize::MAX,
+    }
+    .deserialize(deserializer)
 }
 
-/// A `Value` seed that rejects duplicate keys.
-struct StrictValue;
+/// A `Value` seed that rejects duplicate keys and nesting deeper than `depth_left`.
+#[derive(Clone, Copy)]
+struct StrictValue {
+    depth_left: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for StrictValue {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(StrictVisitor)
+        deserializer.deserialize_any(StrictVisitor {
+            depth_left: self.depth_left,
+        })
     }
 }
 
-struct StrictVisitor;
+struct StrictVisitor {
+    depth_left: usize,
+}
+
+impl StrictVisitor {
+    fn inner<E: de::Error>(&self) -> Result<StrictValue, E> {
+        self.depth_left
+            .checked_sub(1)
+            .map(|depth_left| StrictValue { depth_left })
+            .ok_or_else(|| E::custom("JSON nested too deeply"))
+    }
+}
 
 impl<'de> Visitor<'de> for StrictVisitor {
     type Value = Value;
@@ -217,18 +275,20 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(StrictVisitor)
+        deserializer.deserialize_any(self)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.inner()?;
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(StrictValue)? {
+        while let Some(item) = seq.next_element_seed(inner)? {
             items.push(item);
         }
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let inner = self.inner()?;
         let mut map = Map::new();
         let mut keys = HashSet::new();
         while let Some(key) = access.next_key::<String>()? {
@@ -238,7 +298,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
                     crate::value::truncate_str(&key, 64)
                 )));
             }
-            let value = access.next_value_seed(StrictValue)?;
+            let value = access.next_value_seed(inner)?;
             map.insert(key, value);
         }
         Ok(Value::Object(map))

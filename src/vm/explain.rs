@@ -82,7 +82,7 @@ pub(super) fn test_message(
                 |r| {
                     format!(
                         "/{}/{}",
-                        r.source,
+                        r.source.replace('/', "\\/"),
                         if r.case_insensitive { "i" } else { "" }
                     )
                 },
