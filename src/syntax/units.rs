@@ -12,34 +12,56 @@ use super::ast::{DaySet, Duration, TimeOfDay};
 const NANOS_PER_MS: u64 = 1_000_000;
 const NANOS_PER_S: u64 = 1_000_000_000;
 
-/// Parses `<digits><unit>` with unit `ms|s|m|h|d`.
+/// Parses `<digits><unit>` with unit `ms|s|m|h|d`, or several such parts in decreasing unit
+/// order (`1h30m`, `11m59s`, `1s500ms`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = text.split_at_checked(digits).unwrap_or((text, ""));
-    if number.is_empty() {
-        return Err(format!(
-            "invalid duration `{text}`: expected a whole number followed by ms, s, m, h or d"
-        ));
-    }
-    let per_unit = match unit {
-        "ms" => NANOS_PER_MS,
-        "s" => NANOS_PER_S,
-        "m" => 60 * NANOS_PER_S,
-        "h" => 3_600 * NANOS_PER_S,
-        "d" => 86_400 * NANOS_PER_S,
-        _ => {
+    const UNITS: [(&str, u64); 5] = [
+        ("d", 86_400 * NANOS_PER_S),
+        ("h", 3_600 * NANOS_PER_S),
+        ("m", 60 * NANOS_PER_S),
+        ("s", NANOS_PER_S),
+        ("ms", NANOS_PER_MS),
+    ];
+    let expected = || {
+        format!("invalid duration `{text}`: expected a whole number followed by ms, s, m, h or d")
+    };
+    let mut rest = text;
+    let mut total: u64 = 0;
+    // Index into UNITS of the last unit used: later parts must use smaller units.
+    let mut last_unit: Option<usize> = None;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, after) = rest.split_at_checked(digits).ok_or_else(expected)?;
+        if number.is_empty() {
+            return Err(expected());
+        }
+        let letters = after.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (unit, tail) = after.split_at_checked(letters).ok_or_else(expected)?;
+        let Some(index) = UNITS.iter().position(|(name, _)| *name == unit) else {
             return Err(format!(
                 "invalid duration `{text}`: unknown unit `{unit}`, expected ms, s, m, h or d"
             ));
+        };
+        if last_unit.is_some_and(|last| index <= last) {
+            return Err(format!(
+                "invalid duration `{text}`: write the parts from the largest unit down, each once"
+            ));
         }
-    };
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration `{text}`: number too large"))?;
-    let nanos = value
-        .checked_mul(per_unit)
-        .ok_or_else(|| format!("invalid duration `{text}`: too long"))?;
-    Ok(Duration { nanos })
+        last_unit = Some(index);
+        let per_unit = UNITS.get(index).map_or(0, |(_, n)| *n);
+        let value: u64 = number
+            .parse()
+            .map_err(|_| format!("invalid duration `{text}`: number too large"))?;
+        total = value
+            .checked_mul(per_unit)
+            .and_then(|part| total.checked_add(part))
+            .ok_or_else(|| format!("invalid duration `{text}`: too long"))?;
+        rest = tail;
+    }
+    if last_unit.is_none() {
+        return Err(expected());
+    }
+    Ok(Duration { nanos: total })
 }
 
 /// Parses a `per` unit name (`second`, `minute`, `hour`, `day`).
@@ -200,6 +222,14 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn compound_durations_add_up_from_the_largest_unit_down() {
+        assert_eq!(parse_duration("1h30m").unwrap().nanos, 5_400_000_000_000);
+        assert_eq!(parse_duration("11m59s").unwrap().nanos, 719_000_000_000);
+        assert_eq!(parse_duration("1s500ms").unwrap().nanos, 1_500_000_000);
+        assert_eq!(parse_duration("1d0h").unwrap().nanos, 86_400_000_000_000);
     }
 
     #[test]
