@@ -22,8 +22,9 @@ pub struct ReplayArgs {
     /// Policy files (.cap, .json) or directories.
     #[arg(short = 'p', long = "policy", required = true, num_args = 1..)]
     policies: Vec<PathBuf>,
-    /// The session file (JSON Lines).
-    session: PathBuf,
+    /// The session file (JSON Lines). May also come last after `-p`, as in
+    /// `capgate replay -p POLICY... SESSION.jsonl` (SPEC §8).
+    session: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
@@ -44,18 +45,34 @@ struct LineResult {
 }
 
 /// Runs `capgate replay`.
-pub fn run(args: ReplayArgs) -> u8 {
+pub fn run(mut args: ReplayArgs) -> u8 {
     let limits = Limits::DEFAULT;
+    // `-p` takes one or more values, so in `replay -p POLICY... SESSION.jsonl` clap hands the
+    // session to `-p` as its last value: take it back (regression: the documented form failed
+    // with "required arguments were not provided").
+    let session_path = match args.session.take() {
+        Some(path) => path,
+        None if args.policies.len() >= 2 => match args.policies.pop() {
+            Some(path) => path,
+            None => return EXIT_INPUT,
+        },
+        None => {
+            eprintln!("error: missing the session file: `capgate replay -p POLICY... SESSION.jsonl`");
+            return EXIT_INPUT;
+        }
+    };
     let policy = match load_policies(&args.policies, limits) {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let session = match std::fs::read_to_string(&args.session) {
-        Ok(text) => text,
+    // Read bytes, not a `String`: a line that is not UTF-8 is an error for that line only
+    // (SPEC §8), not for the whole session.
+    let session = match std::fs::read(&session_path) {
+        Ok(bytes) => bytes,
         Err(e) => {
             eprintln!(
                 "error: cannot read session `{}`: {e}",
-                args.session.display()
+                session_path.display()
             );
             return EXIT_INPUT;
         }
@@ -78,12 +95,20 @@ pub fn run(args: ReplayArgs) -> u8 {
     let engine = builder.build();
     let mut failed = 0usize;
     let mut errors = 0usize;
-    for (index, line) in session.lines().enumerate() {
+    for (index, raw) in session.split(|&byte| byte == b'\n').enumerate() {
         let number = index + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let result = run_line(&engine, &clock, line, number, &limits);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let result = match std::str::from_utf8(raw) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => run_line(&engine, &clock, line, number, &limits),
+            Err(e) => error_line(
+                number,
+                format!(
+                    "the line is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+            ),
+        };
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);
         match args.format {
