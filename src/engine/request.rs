@@ -96,8 +96,25 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
-        let request: Request =
-            serde_json::from_slice(bytes).map_err(|e| RequestError::Malformed(e.to_string()))?;
+        // The request object is one level; payload, agent and context may nest
+        // `max_payload_depth` levels below it. serde_json's own recursion limit (128 levels for
+        // the whole document) would cut the payload off at 127 (regression: a payload exactly
+        // at the documented limit was refused), so the depth is checked here first, without
+        // recursion, and the parser's limit is lifted only when that bounds the recursion.
+        let envelope_limit = limits.max_payload_depth.saturating_add(1);
+        if nesting_exceeds(bytes, envelope_limit) {
+            return Err(RequestError::Malformed(format!(
+                "the request is nested deeper than the limit of {} (payload, agent, context)",
+                limits.max_payload_depth
+            )));
+        }
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        if envelope_limit <= MAX_PARSER_RECURSION {
+            deserializer.disable_recursion_limit();
+        }
+        let request = Request::deserialize(&mut deserializer)
+            .and_then(|request| deserializer.end().map(|()| request))
+            .map_err(|e| RequestError::Malformed(e.to_string()))?;
         request.check_depth(limits)?;
         Ok(request)
     }
@@ -148,9 +165,51 @@ pub fn depth_exceeds(value: &Value, limit: usize) -> bool {
     false
 }
 
-/// Parses JSON into a `Value`, rejecting duplicate object keys at any depth.
+/// Deepest nesting the recursive JSON parser is allowed to reach (checked beforehand by
+/// [`nesting_exceeds`], so the parser's stack use stays bounded).
+const MAX_PARSER_RECURSION: usize = 512;
+
+/// True when the JSON text nests arrays/objects more than `limit` levels deep. A byte scan that
+/// skips strings; it does not validate (the parser does that next), and it never recurses.
+fn nesting_exceeds(bytes: &[u8], limit: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parses JSON into a `Value`, rejecting duplicate object keys at any depth and nesting deeper
+/// than 256 levels (enough for a session line around a payload at the default depth limit,
+/// which the request parser then enforces exactly).
 pub fn parse_strict_json(text: &str) -> Result<Value, String> {
+    const MAX_DEPTH: usize = 256;
+    if nesting_exceeds(text.as_bytes(), MAX_DEPTH) {
+        return Err(format!("JSON nested deeper than {MAX_DEPTH} levels"));
+    }
     let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
     let value = StrictValue
         .deserialize(&mut deserializer)
         .map_err(|e| e.to_string())?;
