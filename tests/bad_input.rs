@@ -61,7 +61,11 @@ fn assert_input_deny(decision: &Decision) {
     assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
     assert_eq!(decision.capability, None);
     assert_eq!(decision.reasons.len(), 1, "{decision:#?}");
-    assert_eq!(decision.reasons[0].constraint, ReasonKind::Input, "{decision:#?}");
+    assert_eq!(
+        decision.reasons[0].constraint,
+        ReasonKind::Input,
+        "{decision:#?}"
+    );
     assert!(!decision.reasons[0].message.is_empty());
 }
 
@@ -150,7 +154,10 @@ fn request_over_one_mebibyte_is_denied_with_input() {
     let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(1 << 20));
     let decision = decide(&with_payload(&big));
     assert_input_deny(&decision);
-    assert!(decision.reasons[0].message.contains("limit"), "{decision:#?}");
+    assert!(
+        decision.reasons[0].message.contains("limit"),
+        "{decision:#?}"
+    );
 }
 
 #[test]
@@ -270,7 +277,11 @@ fn any_json_payload_is_accepted() {
     let engine = Engine::builder(loader.finish().unwrap()).build();
     for payload in ["null", "1", r#""text""#, "[]", "true", "{}"] {
         let decision = engine.check_slice(with_payload(payload).as_bytes());
-        assert_eq!(decision.decision, Verdict::Allow, "{payload}: {decision:#?}");
+        assert_eq!(
+            decision.decision,
+            Verdict::Allow,
+            "{payload}: {decision:#?}"
+        );
     }
 }
 
@@ -409,10 +420,17 @@ fn cli_check_deep_payload_is_never_allowed() {
     let dir = temp_dir();
     let policy = write(&dir, "p.cap", POLICY);
     let request = with_payload(&nested(100_000));
-    let output = capgate(&["check", "-p", policy.to_str().unwrap(), "-r", "-"], request.as_bytes());
+    let output = capgate(
+        &["check", "-p", policy.to_str().unwrap(), "-r", "-"],
+        request.as_bytes(),
+    );
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
-    assert!(stderr(&output).contains("malformed request"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("malformed request"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -424,7 +442,13 @@ fn cli_check_non_utf8_and_huge_requests_are_input_errors() {
     bytes.extend_from_slice(br#""}"#);
     let request = write(&dir, "r.json", &bytes);
     let output = capgate(
-        &["check", "-p", policy.to_str().unwrap(), "-r", request.to_str().unwrap()],
+        &[
+            "check",
+            "-p",
+            policy.to_str().unwrap(),
+            "-r",
+            request.to_str().unwrap(),
+        ],
         b"",
     );
     assert_no_panic(&output);
@@ -490,7 +514,12 @@ fn cli_replay_malformed_lines_are_error_lines_and_exit_2_at_the_end() {
     session.push(b'\n');
     let path = write(&dir, "s.jsonl", &session);
     let output = capgate(
-        &["replay", "-p", policy.to_str().unwrap(), path.to_str().unwrap()],
+        &[
+            "replay",
+            "-p",
+            policy.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
         b"",
     );
     assert_no_panic(&output);
@@ -503,7 +532,11 @@ fn cli_replay_malformed_lines_are_error_lines_and_exit_2_at_the_end() {
     for (i, line) in lines.iter().take(20).enumerate() {
         assert_eq!(line["line"], i + 1, "{line}");
         let error = line["error"].as_str();
-        assert!(error.is_some_and(|e| !e.is_empty()), "line {}: {line}", i + 1);
+        assert!(
+            error.is_some_and(|e| !e.is_empty()),
+            "line {}: {line}",
+            i + 1
+        );
     }
     assert_eq!(lines[20]["line"], 21);
     assert_eq!(lines[20]["decision"], "allow");
@@ -513,18 +546,37 @@ fn cli_replay_malformed_lines_are_error_lines_and_exit_2_at_the_end() {
 fn cli_replay_call_with_a_payload_at_the_depth_limit_runs() {
     let dir = temp_dir();
     let policy = write(&dir, "p.cap", POLICY);
-    let at_limit = format!(r#"{{"call":{},"expect":"allow"}}"#, with_payload(&format!(r#"{{"d":{}}}"#, nested(127))));
-    let too_deep = format!(r#"{{"call":{}}}"#, with_payload(&format!(r#"{{"d":{}}}"#, nested(128))));
+    let at_limit = format!(
+        r#"{{"call":{},"expect":"allow"}}"#,
+        with_payload(&format!(r#"{{"d":{}}}"#, nested(127)))
+    );
+    let too_deep = format!(
+        r#"{{"call":{}}}"#,
+        with_payload(&format!(r#"{{"d":{}}}"#, nested(128)))
+    );
     let path = write(&dir, "s.jsonl", format!("{at_limit}\n{too_deep}\n"));
     let output = capgate(
-        &["replay", "-p", policy.to_str().unwrap(), path.to_str().unwrap()],
+        &[
+            "replay",
+            "-p",
+            policy.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
         b"",
     );
     assert_no_panic(&output);
     let out = stdout(&output);
-    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["decision"], "allow", "{out}");
-    assert!(lines[1]["error"].as_str().is_some_and(|e| e.contains("deeper")), "{out}");
+    assert!(
+        lines[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("deeper")),
+        "{out}"
+    );
     assert_eq!(output.status.code(), Some(2));
 }
 
@@ -537,7 +589,10 @@ fn cli_malformed_policy_exits_2_with_file_line_and_column() {
         "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    justification \"j\"\n    fieldRange payload.n <=\n  }\n}\n",
     );
     let request = r#"{"skill":"s","operation":"call","resource":"tool:t"}"#;
-    let output = capgate(&["check", "-p", policy.to_str().unwrap()], request.as_bytes());
+    let output = capgate(
+        &["check", "-p", policy.to_str().unwrap()],
+        request.as_bytes(),
+    );
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
@@ -546,12 +601,21 @@ fn cli_malformed_policy_exits_2_with_file_line_and_column() {
 
     let session = write(&dir, "s.jsonl", "{}\n");
     let output = capgate(
-        &["replay", "-p", policy.to_str().unwrap(), session.to_str().unwrap()],
+        &[
+            "replay",
+            "-p",
+            policy.to_str().unwrap(),
+            session.to_str().unwrap(),
+        ],
         b"",
     );
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("broken.cap:8:"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("broken.cap:8:"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -592,5 +656,9 @@ fn cli_policy_that_is_not_utf8_or_missing_exits_2() {
     let missing = dir.join("missing.cap");
     let output = capgate(&["check", "-p", missing.to_str().unwrap()], request);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("missing.cap"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("missing.cap"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -36,7 +36,9 @@ fn at(text: &str) -> DateTime<Utc> {
 fn load(cap: &str) -> LoadedPolicy {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("test.cap", cap.to_owned(), PolicyFormat::Cap, None);
-    loader.finish().unwrap_or_else(|e| panic!("policy does not load:\n{e}"))
+    loader
+        .finish()
+        .unwrap_or_else(|e| panic!("policy does not load:\n{e}"))
 }
 
 fn load_error(cap: &str) -> String {
@@ -286,12 +288,13 @@ fn http(resource: &str) -> Decision {
 
 #[test]
 fn http_template_binding_is_readable_as_resource_name() {
-    assert_allow(&http(
-        "https://api.example.com/v3/calendars/primary/events",
-    ));
+    assert_allow(&http("https://api.example.com/v3/calendars/primary/events"));
     let decision = http("https://api.example.com/v3/calendars/other/events");
     assert_deny(&decision, ReasonKind::FieldEquals);
-    assert_eq!(decision.reasons[0].path.as_deref(), Some("resource.calendar"));
+    assert_eq!(
+        decision.reasons[0].path.as_deref(),
+        Some("resource.calendar")
+    );
 }
 
 #[test]
@@ -867,7 +870,10 @@ fn request_root_reads_skill_operation_and_transaction() {
         json!({}),
         ReasonKind::FieldEquals,
     );
-    holds(r#"optional fieldEquals request.transaction == "tx""#, json!({}));
+    holds(
+        r#"optional fieldEquals request.transaction == "tx""#,
+        json!({}),
+    );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -942,7 +948,11 @@ fn regex_alternation_is_anchored_as_a_group() {
 fn regex_i_flag_is_case_insensitive() {
     let c = r#"fieldMatches payload.s ~ /[^@]+@example\.com/i"#;
     holds(c, json!({"s": "Bob@EXAMPLE.com"}));
-    fails(c, json!({"s": "bob@example.com.evil"}), ReasonKind::FieldMatches);
+    fails(
+        c,
+        json!({"s": "bob@example.com.evil"}),
+        ReasonKind::FieldMatches,
+    );
     fails(
         r#"fieldMatches payload.s ~ /abc/"#,
         json!({"s": "ABC"}),
@@ -1237,7 +1247,10 @@ fn window_is_half_open_at_its_edges() {
     // 2026-12-01 is a Tuesday; New York is UTC-5 in December.
     assert_eq!(window_verdict(w, "2026-12-01T13:59:59.999Z"), Verdict::Deny);
     assert_eq!(window_verdict(w, "2026-12-01T14:00:00Z"), Verdict::Allow);
-    assert_eq!(window_verdict(w, "2026-12-01T21:59:59.999Z"), Verdict::Allow);
+    assert_eq!(
+        window_verdict(w, "2026-12-01T21:59:59.999Z"),
+        Verdict::Allow
+    );
     assert_eq!(window_verdict(w, "2026-12-01T22:00:00Z"), Verdict::Deny);
     // Saturday.
     assert_eq!(window_verdict(w, "2026-12-05T15:00:00Z"), Verdict::Deny);
@@ -1333,7 +1346,10 @@ fn absolute_window_is_half_open() {
     let w = "from 2026-12-01T00:00:00Z until 2026-12-02T00:00:00Z";
     assert_eq!(window_verdict(w, "2026-11-30T23:59:59Z"), Verdict::Deny);
     assert_eq!(window_verdict(w, "2026-12-01T00:00:00Z"), Verdict::Allow);
-    assert_eq!(window_verdict(w, "2026-12-01T23:59:59.999Z"), Verdict::Allow);
+    assert_eq!(
+        window_verdict(w, "2026-12-01T23:59:59.999Z"),
+        Verdict::Allow
+    );
     assert_eq!(window_verdict(w, "2026-12-02T00:00:00Z"), Verdict::Deny);
 }
 
@@ -1387,7 +1403,9 @@ fn actor_binding_compares_each_path_with_the_agent_field() {
 
 #[test]
 fn actor_binding_without_the_agent_field_is_denied_even_when_optional() {
-    let engine = engine(&tool_skill("optional actorBinding payload.owner == agent.email"));
+    let engine = engine(&tool_skill(
+        "optional actorBinding payload.owner == agent.email",
+    ));
     let request = with(tool(json!({"owner": "x"})), "agent", json!({"id": "a"}));
     assert_deny(&decide(&engine, &request), ReasonKind::ActorBinding);
     let request = tool(json!({}));
@@ -1432,7 +1450,9 @@ fn payload_schema_failure_is_a_payload_schema_reason() {
 
 #[test]
 fn unknown_schema_keyword_is_a_compile_error_naming_it() {
-    let e = load_error(&tool_skill(r#"payloadSchema { "type": "object", "unknownKeyword": 1 }"#));
+    let e = load_error(&tool_skill(
+        r#"payloadSchema { "type": "object", "unknownKeyword": 1 }"#,
+    ));
     assert!(e.contains("unknownKeyword"), "{e}");
 }
 
@@ -1583,7 +1603,9 @@ skill "s" {
   }
 }"#;
     let (engine, _clock) = stateful(cap);
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     let request = with(tool(json!({})), "grant", json!("g"));
     for _ in 0..3 {
         assert_approval(
@@ -1591,7 +1613,10 @@ skill "s" {
             ReasonKind::Risk,
         );
     }
-    assert_allow(&decide(&engine, &with(request.clone(), "autonomy", json!(80))));
+    assert_allow(&decide(
+        &engine,
+        &with(request.clone(), "autonomy", json!(80)),
+    ));
     assert_deny(
         &decide(&engine, &with(request, "autonomy", json!(80))),
         ReasonKind::Lifetime,
@@ -1629,7 +1654,9 @@ fn granted(token: &str) -> Value {
 #[test]
 fn call_grant_is_good_for_exactly_n_allowed_calls() {
     let (engine, _clock) = stateful(&lifetime_skill("call 3"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     for _ in 0..3 {
         let decision = decide(&engine, &granted("g"));
         assert_allow(&decision);
@@ -1643,14 +1670,21 @@ fn call_grant_is_good_for_exactly_n_allowed_calls() {
 #[test]
 fn call_lifetime_defaults_to_one_call() {
     let (engine, _clock) = stateful(&lifetime_skill("call"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &granted("g")));
     assert_deny(&decide(&engine, &granted("g")), ReasonKind::Lifetime);
     // The default lifetime (none written) is `call 1` too.
     let cap = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "test" } }"#;
     let (engine, _clock) = stateful(cap);
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
-    assert_allow(&decide(&engine, &with(tool(json!({})), "grant", json!("g"))));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    assert_allow(&decide(
+        &engine,
+        &with(tool(json!({})), "grant", json!("g")),
+    ));
     assert_deny(
         &decide(&engine, &with(tool(json!({})), "grant", json!("g"))),
         ReasonKind::Lifetime,
@@ -1660,7 +1694,9 @@ fn call_lifetime_defaults_to_one_call() {
 #[test]
 fn denied_calls_do_not_use_up_a_call_grant() {
     let (engine, _clock) = stateful(&lifetime_skill("call 1"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     for _ in 0..5 {
         let bad = with(tool(json!({"ok": false})), "grant", json!("g"));
         assert_deny(&decide(&engine, &bad), ReasonKind::FieldEquals);
@@ -1687,7 +1723,9 @@ skill "s" {
   capability "e" { resource tool "t" operations call justification "test" lifetime call 5 }
 }"#;
     let (engine, _clock) = stateful(cap);
-    engine.issue_grant("s", "e", None, Some("ge".into())).unwrap();
+    engine
+        .issue_grant("s", "e", None, Some("ge".into()))
+        .unwrap();
     // Capability `c` refuses `ge`; `e` (next in order) accepts it.
     let decision = decide(&engine, &with(tool(json!({})), "grant", json!("ge")));
     assert_allow(&decision);
@@ -1704,7 +1742,9 @@ fn stateless_engine_does_not_apply_grants() {
 #[test]
 fn wall_clock_grant_expires_at_exactly_issue_plus_duration() {
     let (engine, clock) = stateful(&lifetime_skill("wallClock 10m"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     // Many uses before expiry.
     assert_allow(&decide(&engine, &granted("g")));
     clock.set(at("2026-12-01T10:09:59.999Z"));
@@ -1718,7 +1758,9 @@ fn wall_clock_grant_expires_at_exactly_issue_plus_duration() {
 #[test]
 fn wall_clock_grant_expiry_uses_the_request_time_on_a_simulated_clock() {
     let (engine, _clock) = stateful(&lifetime_skill("wallClock 10m"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     let request = with(granted("g"), "time", json!("2026-12-01T10:09:59Z"));
     assert_allow(&decide(&engine, &request));
     let request = with(granted("g"), "time", json!("2026-12-01T10:10:00Z"));
@@ -1728,7 +1770,9 @@ fn wall_clock_grant_expiry_uses_the_request_time_on_a_simulated_clock() {
 #[test]
 fn renewable_wall_clock_grant_is_renewed_on_use_from_now() {
     let (engine, clock) = stateful(&lifetime_skill("wallClock 10m renewable"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     clock.set(at("2026-12-01T10:15:00Z"));
     assert_allow(&decide(&engine, &granted("g")));
     // Renewed to 10:25: still good just before, renewed again at/after.
@@ -1739,7 +1783,9 @@ fn renewable_wall_clock_grant_is_renewed_on_use_from_now() {
 #[test]
 fn renewable_grant_is_not_renewed_once_its_capability_is_revoked() {
     let (engine, clock) = stateful(&lifetime_skill("wallClock 10m renewable"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.revoke_capability("s", "c").unwrap();
     clock.set(at("2026-12-01T10:15:00Z"));
     assert_deny(&decide(&engine, &granted("g")), ReasonKind::Grant);
@@ -1748,7 +1794,9 @@ fn renewable_grant_is_not_renewed_once_its_capability_is_revoked() {
 #[test]
 fn renewable_grant_is_not_renewed_once_its_capability_is_removed() {
     let (engine, clock) = stateful(&lifetime_skill("wallClock 10m renewable"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.reload(load(
         r#"skill "s" { version "2" capability "d" { resource tool "u" operations call lifetime process justification "test" } }"#,
     ));
@@ -1762,7 +1810,9 @@ fn regression_reload_to_non_renewable_does_not_renew_an_old_grant() {
     // Bug: the engine renewed an expired grant that was issued renewable even when the
     // current capability is no longer renewable, widening it past the new policy.
     let (engine, clock) = stateful(&lifetime_skill("wallClock 10m renewable"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.reload(load(&lifetime_skill("wallClock 10m")));
     clock.set(at("2026-12-01T10:15:00Z"));
     assert_deny(&decide(&engine, &granted("g")), ReasonKind::Lifetime);
@@ -1833,10 +1883,18 @@ fn grant_for_an_unknown_skill_or_capability_is_an_error() {
     let (engine, _clock) = stateful(&lifetime_skill("call 1"));
     assert!(engine.issue_grant("x", "c", None, None).is_err());
     assert!(engine.issue_grant("s", "x", None, None).is_err());
-    assert!(engine.issue_grant("s", "c", Some("not-open"), None).is_err());
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
     assert!(
-        engine.issue_grant("s", "c", None, Some("g".into())).is_err(),
+        engine
+            .issue_grant("s", "c", Some("not-open"), None)
+            .is_err()
+    );
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    assert!(
+        engine
+            .issue_grant("s", "c", None, Some("g".into()))
+            .is_err(),
         "a token is never reissued"
     );
 }
@@ -1848,14 +1906,18 @@ fn grant_for_an_unknown_skill_or_capability_is_an_error() {
 #[test]
 fn revoked_grant_is_refused_with_grant() {
     let (engine, _clock) = stateful(&lifetime_skill("call 5"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &granted("g")));
     engine.revoke_grant("g").unwrap();
     let decision = decide(&engine, &granted("g"));
     assert_deny(&decision, ReasonKind::Grant);
     assert_eq!(kinds(&decision), vec!["grant"]);
     // Another grant for the same capability still works.
-    engine.issue_grant("s", "c", None, Some("h".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("h".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &granted("h")));
 }
 
@@ -1877,7 +1939,10 @@ fn revoked_skill_refuses_every_lifetime() {
         let other = req("call", "tool:u", json!({}));
         assert_deny(&decide(&engine, &other), ReasonKind::Grant);
         // And later grants.
-        assert!(engine.issue_grant("s", "c", None, None).is_err(), "{lifetime}");
+        assert!(
+            engine.issue_grant("s", "c", None, None).is_err(),
+            "{lifetime}"
+        );
     }
 }
 
@@ -1893,7 +1958,10 @@ fn revoked_capability_refuses_only_that_capability() {
         engine.revoke_capability("s", "c").unwrap();
         assert_deny(&decide(&engine, &request), ReasonKind::Grant);
         assert_allow(&decide(&engine, &req("call", "tool:u", json!({}))));
-        assert!(engine.issue_grant("s", "c", None, None).is_err(), "{lifetime}");
+        assert!(
+            engine.issue_grant("s", "c", None, None).is_err(),
+            "{lifetime}"
+        );
     }
 }
 
@@ -1917,11 +1985,15 @@ fn revocation_survives_a_reload_and_is_lifted_only_explicitly() {
 #[test]
 fn grants_revoked_with_their_skill_stay_revoked_after_lifting() {
     let (engine, _clock) = stateful(&lifetime_skill("call 5"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.revoke_skill("s").unwrap();
     engine.lift_skill("s").unwrap();
     assert_deny(&decide(&engine, &granted("g")), ReasonKind::Grant);
-    engine.issue_grant("s", "c", None, Some("h".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("h".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &granted("h")));
 }
 
@@ -2026,7 +2098,10 @@ fn rate_limit_by_path_keeps_one_window_per_value() {
     let (engine, _clock) = stateful(&rate_skill("1 per minute by payload.user"));
     let as_user = |u: Value| tool(json!({"ok": true, "user": u}));
     assert_allow(&decide(&engine, &as_user(json!("a"))));
-    assert_deny(&decide(&engine, &as_user(json!("a"))), ReasonKind::RateLimit);
+    assert_deny(
+        &decide(&engine, &as_user(json!("a"))),
+        ReasonKind::RateLimit,
+    );
     assert_allow(&decide(&engine, &as_user(json!("b"))));
     // Values are keyed by their JSON form: the number 1 is not the string "1".
     assert_allow(&decide(&engine, &as_user(json!(1))));
@@ -2078,11 +2153,16 @@ skill "s" {
   }
 }"#;
     let (engine, _clock) = stateful(cap);
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &granted("g")));
     let decision = decide(&engine, &granted("g"));
     assert_eq!(kinds(&decision), vec!["rateLimit"]);
-    let decision = decide(&engine, &with(tool(json!({"ok": false})), "grant", json!("g")));
+    let decision = decide(
+        &engine,
+        &with(tool(json!({"ok": false})), "grant", json!("g")),
+    );
     assert_eq!(kinds(&decision), vec!["fieldEquals"]);
     let decision = decide(&engine, &granted("missing"));
     assert_eq!(kinds(&decision), vec!["grant"]);
@@ -2154,7 +2234,10 @@ fn observe_mode_returns_allow_with_the_observed_decision_and_reasons() {
     assert_eq!(decision.observed, Some(Verdict::ApprovalRequired));
     assert_eq!(kinds(&decision), vec!["risk"]);
 
-    let decision = decide(&engine, &with(tool(json!({"ok": true})), "autonomy", json!(80)));
+    let decision = decide(
+        &engine,
+        &with(tool(json!({"ok": true})), "autonomy", json!(80)),
+    );
     assert_eq!(decision.decision, Verdict::Allow);
     assert_eq!(decision.observed, None);
 }
@@ -2162,10 +2245,15 @@ fn observe_mode_returns_allow_with_the_observed_decision_and_reasons() {
 #[test]
 fn observe_mode_consumes_only_what_an_allow_would() {
     let (engine, _clock) = observing(&lifetime_skill("call 1"));
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     // Observed denials consume nothing.
     for _ in 0..3 {
-        let decision = decide(&engine, &with(tool(json!({"ok": false})), "grant", json!("g")));
+        let decision = decide(
+            &engine,
+            &with(tool(json!({"ok": false})), "grant", json!("g")),
+        );
         assert_eq!(decision.observed, Some(Verdict::Deny));
     }
     let decision = decide(&engine, &granted("g"));
@@ -2220,21 +2308,27 @@ const PAY_ACME: &str = "https://pay.example.com/v1/acme/charges";
 #[test]
 fn reload_never_widens_a_running_grant_constraint() {
     let (engine, _clock) = stateful(&amount_skill(100, "POST", PAY));
-    engine.issue_grant("s", "pay", None, Some("old".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("old".into()))
+        .unwrap();
     engine.reload(load(&amount_skill(1000, "POST", PAY)));
     // The old grant is honoured only under both policies.
     assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 100, "old")));
     let decision = decide(&engine, &pay("POST", PAY_ACME, 500, "old"));
     assert_deny(&decision, ReasonKind::FieldRange);
     // A grant issued under the new policy gets the new bound.
-    engine.issue_grant("s", "pay", None, Some("new".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("new".into()))
+        .unwrap();
     assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 500, "new")));
 }
 
 #[test]
 fn reload_narrowing_applies_to_running_grants() {
     let (engine, _clock) = stateful(&amount_skill(1000, "POST", PAY));
-    engine.issue_grant("s", "pay", None, Some("old".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("old".into()))
+        .unwrap();
     engine.reload(load(&amount_skill(100, "POST", PAY)));
     assert_deny(
         &decide(&engine, &pay("POST", PAY_ACME, 500, "old")),
@@ -2248,7 +2342,9 @@ fn regression_reload_never_widens_a_running_grant_operations() {
     // Bug: only the old capability's constraint program was re-checked, not its operations,
     // so a grant issued for POST was honoured for DELETE after a reload added DELETE.
     let (engine, _clock) = stateful(&amount_skill(100, "POST", PAY));
-    engine.issue_grant("s", "pay", None, Some("old".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("old".into()))
+        .unwrap();
     engine.reload(load(&amount_skill(100, "POST, DELETE", PAY)));
     assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 1, "old")));
     let decision = decide(&engine, &pay("DELETE", PAY_ACME, 1, "old"));
@@ -2264,7 +2360,9 @@ fn regression_reload_never_widens_a_running_grant_resource() {
         "POST",
         "https://pay.example.com/v1/acme/charges",
     ));
-    engine.issue_grant("s", "pay", None, Some("old".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("old".into()))
+        .unwrap();
     engine.reload(load(&amount_skill(100, "POST", PAY)));
     assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 1, "old")));
     let decision = decide(
@@ -2285,14 +2383,22 @@ fn regression_reload_checks_old_constraints_against_the_old_template_bindings() 
     let new = r#"skill "s" { version "2" capability "c" {
         resource http "https://x.example.com/v/{b}" operations GET lifetime call 10 } }"#;
     let (engine, _clock) = stateful(old);
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.reload(load(new));
     let call = |resource: &str| with(req("GET", resource, json!({})), "grant", json!("g"));
     let decision = decide(&engine, &call("https://x.example.com/v/safe"));
     assert_deny(&decision, ReasonKind::FieldEquals);
     // A grant issued under the new policy is not bound by the old constraint.
-    engine.issue_grant("s", "c", None, Some("h".into())).unwrap();
-    let request = with(req("GET", "https://x.example.com/v/safe", json!({})), "grant", json!("h"));
+    engine
+        .issue_grant("s", "c", None, Some("h".into()))
+        .unwrap();
+    let request = with(
+        req("GET", "https://x.example.com/v/safe", json!({})),
+        "grant",
+        json!("h"),
+    );
     assert_allow(&decide(&engine, &request));
 }
 
@@ -2305,7 +2411,9 @@ skill "s" {
   capability "e" { resource tool "t" operations call lifetime call 5 justification "j" fieldEquals payload.x == 1 }
 }"#;
     let (engine, _clock) = stateful(cap);
-    engine.issue_grant("s", "c", None, Some("g".into())).unwrap();
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
     engine.reload(load(
         r#"skill "s" { version "2" capability "e" { resource tool "t" operations call justification "test" lifetime call 5 fieldEquals payload.x == 1 } }"#,
     ));
@@ -2316,7 +2424,9 @@ skill "s" {
 #[test]
 fn reload_that_adds_a_capability_under_the_same_name_does_not_revive_its_grants() {
     let (engine, _clock) = stateful(&amount_skill(100, "POST", PAY));
-    engine.issue_grant("s", "pay", None, Some("old".into())).unwrap();
+    engine
+        .issue_grant("s", "pay", None, Some("old".into()))
+        .unwrap();
     engine.reload(load(&tool_skill("")));
     assert_deny(
         &decide(&engine, &pay("POST", PAY_ACME, 1, "old")),
@@ -2344,7 +2454,9 @@ fn failed_policy_load_keeps_the_running_policy() {
 
 #[test]
 fn decision_serialises_as_spec_section_4() {
-    let engine = engine(&tool_skill(r#"fieldMatches payload.xs[*].e ~ /[^@]+@example\.com/i"#));
+    let engine = engine(&tool_skill(
+        r#"fieldMatches payload.xs[*].e ~ /[^@]+@example\.com/i"#,
+    ));
     let decision = decide(
         &engine,
         &tool(json!({"xs": [{"e": "a@example.com"}, {"e": "b@evil.com"}]})),
@@ -2434,7 +2546,9 @@ fn every_reason_kind_has_its_spec_wire_name() {
 
 #[test]
 fn load_error_names_file_line_and_column() {
-    let e = load_error("skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    fieldEquals payload.x === 1\n  }\n}\n");
+    let e = load_error(
+        "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    fieldEquals payload.x === 1\n  }\n}\n",
+    );
     assert!(e.contains("bad.cap:6:"), "{e}");
 }
 
@@ -2466,14 +2580,28 @@ fn compile_errors_for_justification_and_duplicate_names() {
         r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations POST } }"#,
     );
     // Process lifetime needs one.
-    load_error(r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime process justification "  " } }"#);
-    load_error(r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime process } }"#);
-    load(r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime call 5 } }"#);
+    load_error(
+        r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime process justification "  " } }"#,
+    );
+    load_error(
+        r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime process } }"#,
+    );
+    load(
+        r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime call 5 } }"#,
+    );
     // wallClock longer than 1h needs one; exactly 1h does not.
-    load_error(r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime wallClock 61m } }"#);
-    load(r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime wallClock 1h } }"#);
+    load_error(
+        r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime wallClock 61m } }"#,
+    );
+    load(
+        r#"skill "s" { version "1" capability "c" { resource http "https://x.example.com/a" operations GET lifetime wallClock 1h } }"#,
+    );
     // Duplicate capability names.
-    load_error(r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "test" } capability "c" { resource tool "u" operations call justification "test" } }"#);
+    load_error(
+        r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "test" } capability "c" { resource tool "u" operations call justification "test" } }"#,
+    );
     // Missing version.
-    load_error(r#"skill "s" { capability "c" { resource tool "t" operations call justification "test" } }"#);
+    load_error(
+        r#"skill "s" { capability "c" { resource tool "t" operations call justification "test" } }"#,
+    );
 }

@@ -57,7 +57,9 @@ pub fn run(mut args: ReplayArgs) -> u8 {
             None => return EXIT_INPUT,
         },
         None => {
-            eprintln!("error: missing the session file: `capgate replay -p POLICY... SESSION.jsonl`");
+            eprintln!(
+                "error: missing the session file: `capgate replay -p POLICY... SESSION.jsonl`"
+            );
             return EXIT_INPUT;
         }
     };
