@@ -615,6 +615,26 @@ fn field_equals_path_compares_two_values() {
 }
 
 #[test]
+fn regression_decimal_payload_numbers_are_parsed_exactly() {
+    // Bug: serde_json's default float parser read `7673222765294225.0` as
+    // `7673222765294226.0`, so `1 == 1.0` failed for some exactly representable numbers.
+    let engine = engine(&tool_skill("fieldEquals payload.n == 7673222765294225"));
+    let decision = engine.check_slice(
+        br#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":7673222765294225.0}}"#,
+    );
+    assert_allow(&decision);
+    let engine = engine_range_exact();
+    let decision = engine.check_slice(
+        br#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":7673222765294225.0}}"#,
+    );
+    assert_deny(&decision, ReasonKind::FieldRange);
+}
+
+fn engine_range_exact() -> Engine {
+    engine(&tool_skill("fieldRange payload.n < 7673222765294225"))
+}
+
+#[test]
 fn big_integers_compare_exactly_not_through_f64() {
     // 2^53 + 1 is not a double; it must not equal the double 2^53.
     let big: Value = serde_json::from_str(r#"{"n": 9007199254740993}"#).unwrap();
