@@ -61,6 +61,11 @@ impl Session {
         run_line(&self.engine, &self.clock, line, number, &self.limits)
     }
 
+    /// The result of a line that could not be run.
+    pub fn error_line(&self, number: usize, message: String) -> LineResult {
+        error_line(number, message)
+    }
+
     /// Runs every non-blank line of a session text.
     pub fn run_text(&self, text: &str) -> Vec<LineResult> {
         text.lines()

@@ -55,16 +55,16 @@ pub fn run(args: CheckArgs) -> u8 {
             }
         },
     };
+    // A request that cannot be read or breaks a limit is an input error for the CLI (exit 2,
+    // message on stderr); the library's `check_slice` denies the same with reason `input`.
     let request = match Request::from_slice(&bytes, &limits) {
-        Ok(request) => Some(request),
-        // A well-formed request that breaks a limit is the engine's to deny (reason `input`).
-        Err(e) if e.is_limit() => None,
+        Ok(request) => request,
         Err(e) => {
             eprintln!("error: {e}");
             return EXIT_INPUT;
         }
     };
-    let request_time = request.as_ref().and_then(|r| r.time.as_deref());
+    let request_time = request.time.as_deref();
     let now = match args.now.as_deref().or(request_time) {
         Some(text) => match parse_timestamp(text) {
             Some(now) => Some(now),
@@ -93,16 +93,12 @@ pub fn run(args: CheckArgs) -> u8 {
         }
     }
     let engine = builder.build();
-    let decision = match request {
-        Some(mut request) => {
-            if args.now.is_some() {
-                // `--now` wins over the request's own `time`.
-                request.time = None;
-            }
-            engine.check(&request)
-        }
-        None => engine.check_slice(&bytes),
-    };
+    let mut request = request;
+    if args.now.is_some() {
+        // `--now` wins over the request's own `time`.
+        request.time = None;
+    }
+    let decision = engine.check(&request);
     match args.format {
         Format::Text => print!("{}", decision_text(&decision)),
         Format::Json => match serde_json::to_string(&decision) {

@@ -17,7 +17,7 @@ pub struct ReplayArgs {
     #[arg(short = 'p', long = "policy", required = true, num_args = 1..)]
     policies: Vec<PathBuf>,
     /// The session file (JSON Lines).
-    session: PathBuf,
+    session: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
@@ -30,18 +30,36 @@ pub struct ReplayArgs {
 }
 
 /// Runs `capgate replay`.
-pub fn run(args: ReplayArgs) -> u8 {
+pub fn run(mut args: ReplayArgs) -> u8 {
     let limits = Limits::DEFAULT;
+    // `-p` takes one or more values, so in `replay -p POLICY... SESSION.jsonl` clap hands the
+    // session to `-p` as its last value: take it back (regression: the documented form failed
+    // with "required arguments were not provided").
+    let session_path = match args.session.take() {
+        Some(path) => path,
+        None if args.policies.len() >= 2 => match args.policies.pop() {
+            Some(path) => path,
+            None => return EXIT_INPUT,
+        },
+        None => {
+            eprintln!(
+                "error: missing the session file: `capgate replay -p POLICY... SESSION.jsonl`"
+            );
+            return EXIT_INPUT;
+        }
+    };
     let policy = match load_policies(&args.policies, limits) {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    let text = match std::fs::read_to_string(&args.session) {
-        Ok(text) => text,
+    // Read bytes, not a `String`: a line that is not UTF-8 is an error for that line only
+    // (SPEC §8), not for the whole session.
+    let bytes = match std::fs::read(&session_path) {
+        Ok(bytes) => bytes,
         Err(e) => {
             eprintln!(
                 "error: cannot read session `{}`: {e}",
-                args.session.display()
+                session_path.display()
             );
             return EXIT_INPUT;
         }
@@ -62,11 +80,20 @@ pub fn run(args: ReplayArgs) -> u8 {
     }
     let session = Session::new(policy, options);
     let (mut failed, mut errors) = (0usize, 0usize);
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let result = session.run_line(line, index + 1);
+    for (index, raw) in bytes.split(|&byte| byte == b'\n').enumerate() {
+        let number = index + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let result = match std::str::from_utf8(raw) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => session.run_line(line, number),
+            Err(e) => session.error_line(
+                number,
+                format!(
+                    "the line is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+            ),
+        };
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);
         match args.format {

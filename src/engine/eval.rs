@@ -273,7 +273,14 @@ impl Engine {
                     ) {
                         GrantStatus::Valid { revision } => revision,
                         GrantStatus::ExpiredRenewable { revision } => {
-                            if let LifetimeSpec::WallClock { duration, .. } = capability.lifetime {
+                            // Renew only if the *current* capability is still renewable: a
+                            // reload that drops `renewable` must not be widened by a grant issued
+                            // before it (regression: such grants were renewed).
+                            if let LifetimeSpec::WallClock {
+                                duration,
+                                renewable: true,
+                            } = capability.lifetime
+                            {
                                 renew = Some(duration);
                             }
                             revision
@@ -285,16 +292,15 @@ impl Engine {
                     };
                     if revision != skill.revision {
                         // INVARIANT (pinned-grant): a grant issued under an older revision is
-                        // honoured only where the old capability also allows.
-                        match self
-                            .skill_at_revision(&skill.name, revision)
+                        // honoured only where the old capability also allows — its resource
+                        // template, its operations and its constraints.
+                        let old_skill = self.skill_at_revision(&skill.name, revision);
+                        match old_skill
                             .as_deref()
-                            .and_then(|old| old.capability(&capability.name).cloned())
+                            .and_then(|old| old.capability(&capability.name))
                         {
                             Some(old) => {
-                                if let Step::Fails(mut reason) | Step::Abort(mut reason) =
-                                    self.program_step(&old, input)
-                                {
+                                if let Some(mut reason) = pinned_refusal(old, input) {
                                     reason.message = format!(
                                         "under the revision the grant was issued for: {}",
                                         reason.message
@@ -583,6 +589,41 @@ impl Engine {
             });
         }
         traces
+    }
+}
+
+/// Why a grant pinned to an older revision does not cover this request under that revision's
+/// capability `old`: its template, its operations or its constraints (`None` when it covers it).
+///
+/// The old program runs with bindings from the old template: binding slots are per template,
+/// so reusing the new template's bindings would read the wrong segments (regression: a widened
+/// template or reordered bindings let an old grant through).
+fn pinned_refusal(old: &CompiledCapability, input: &Input<'_>) -> Option<Reason> {
+    let mut bindings = Bindings::new();
+    if old.resource.kind() != input.resource.kind()
+        || !old.resource.matches(input.resource, &mut bindings)
+    {
+        return Some(reason_for(
+            old,
+            ReasonKind::Resource,
+            "the resource is outside the capability's template".to_owned(),
+        ));
+    }
+    if !old.allows_operation(input.operation) {
+        return Some(reason_for(
+            old,
+            ReasonKind::Operation,
+            format!("operation {} is not allowed", quote(input.operation)),
+        ));
+    }
+    let old_input = Input {
+        bindings: &bindings,
+        ..*input
+    };
+    match crate::vm::run(&old.program, &old_input) {
+        Ok(Outcome::Accepted) => None,
+        Ok(Outcome::Failed(check)) => Some(explain_failure(old, &old_input, check)),
+        Err(error) => Some(vm_error_reason(old, &error)),
     }
 }
 

@@ -8,7 +8,9 @@
 //! Absence rules (see `docs/semantics.md`): a missing member or an index past the end is
 //! *absent* (an `optional` constraint holds); stepping into a value of the wrong type — a
 //! member of a string, `[*]` over an object, any step into `null` — is a failure even for
-//! `optional`, because the request does not have the shape the policy describes.
+//! `optional`, because the request does not have the shape the policy describes. The one
+//! exception is a root that is `null`: SPEC §4 says an absent payload (agent, context) *is*
+//! `null`, so every path below a `null` root is absent.
 
 use serde_json::Value;
 
@@ -156,6 +158,12 @@ pub fn visit<'r, T: Trail>(
                 JsonRoot::Agent => input.agent,
                 JsonRoot::Context => input.context,
             };
+            // An absent root reads as `null` (SPEC §4), so a path below it is absent, not a
+            // wrong shape (regression: `optional` constraints failed on a request without a
+            // payload).
+            if document.is_null() && !segments.is_empty() {
+                return if optional { Ok(()) } else { Err(Stop::Missing) };
+            }
             walk(
                 document,
                 segments,
@@ -266,6 +274,10 @@ pub fn with_single<R>(
                 JsonRoot::Agent => input.agent,
                 JsonRoot::Context => input.context,
             };
+            // As in `visit`: below a `null` (absent) root, a path is absent.
+            if value.is_null() && !segments.is_empty() {
+                return f(Err(Stop::Missing));
+            }
             for segment in segments {
                 let next = match (segment, value) {
                     (Segment::Key(key), Value::Object(map)) => map.get(key),
