@@ -492,7 +492,7 @@ fn cli_replay_malformed_lines_are_error_lines_and_exit_2_at_the_end() {
         r#"{"time":"not a time"}"#,
         r#"{"advance":"ten seconds"}"#,
         r#"{"advance":5}"#,
-        r#"{"call":{"skill":"s"}}"#,
+        r#"{"call":{"skill":"s"},"expect":"deny","expect":"allow"}"#,
         r#"{"call":{"skill":"s","operation":"call","resource":"tool:t","payload":{"a":1,"a":2}}}"#,
         r#"{"call":{"skill":"s","operation":"call","resource":"tool:t"},"expect":"maybe"}"#,
         r#"{"call":{"skill":"s","operation":"call","resource":"tool:t"},"extra":1}"#,
@@ -543,6 +543,33 @@ fn cli_replay_malformed_lines_are_error_lines_and_exit_2_at_the_end() {
 }
 
 #[test]
+fn cli_replay_call_with_a_malformed_request_is_denied_with_reason_input() {
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let session = concat!(
+        r#"{"call":{"skill":"s"},"expect":"deny","expect_constraint":"input"}"#,
+        "\n",
+        r#"{"call":{"skill":"s","operation":"call","resource":"tool:t","extra":1},"expect":"deny","expect_constraint":"input"}"#,
+        "\n",
+        r#"{"call":"not a request","expect":"deny","expect_constraint":"input"}"#,
+        "\n",
+    );
+    let path = write(&dir, "s.jsonl", session);
+    let output = capgate(
+        &[
+            "replay",
+            "-p",
+            policy.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(stdout(&output).lines().count(), 3);
+}
+
+#[test]
 fn cli_replay_call_with_a_payload_at_the_depth_limit_runs() {
     let dir = temp_dir();
     let policy = write(&dir, "p.cap", POLICY);
@@ -551,7 +578,7 @@ fn cli_replay_call_with_a_payload_at_the_depth_limit_runs() {
         with_payload(&format!(r#"{{"d":{}}}"#, nested(127)))
     );
     let too_deep = format!(
-        r#"{{"call":{}}}"#,
+        r#"{{"call":{},"expect":"deny","expect_constraint":"input"}}"#,
         with_payload(&format!(r#"{{"d":{}}}"#, nested(128)))
     );
     let path = write(&dir, "s.jsonl", format!("{at_limit}\n{too_deep}\n"));
@@ -571,13 +598,16 @@ fn cli_replay_call_with_a_payload_at_the_depth_limit_runs() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines[0]["decision"], "allow", "{out}");
+    // One level past the limit: the engine's answer is a deny with reason `input` (SPEC §7).
+    assert_eq!(lines[1]["decision"], "deny", "{out}");
+    assert_eq!(lines[1]["reasons"][0]["constraint"], "input", "{out}");
     assert!(
-        lines[1]["error"]
+        lines[1]["reasons"][0]["message"]
             .as_str()
             .is_some_and(|e| e.contains("deeper")),
         "{out}"
     );
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(0));
 }
 
 #[test]

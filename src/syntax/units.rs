@@ -38,8 +38,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         let letters = after.bytes().take_while(u8::is_ascii_alphabetic).count();
         let (unit, tail) = after.split_at_checked(letters).ok_or_else(expected)?;
         let Some(index) = UNITS.iter().position(|(name, _)| *name == unit) else {
+            // Name what follows the number, even when it is not a word (`2 h`).
+            let shown = if unit.is_empty() { after } else { unit };
             return Err(format!(
-                "invalid duration `{text}`: unknown unit `{unit}`, expected ms, s, m, h or d"
+                "invalid duration `{text}`: unknown unit `{shown}`, expected ms, s, m, h or d"
             ));
         };
         if last_unit.is_some_and(|last| index <= last) {
