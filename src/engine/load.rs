@@ -261,6 +261,14 @@ impl PolicyLoader {
         }
     }
 
+    /// Adds every path and compiles: the one-call form of `add_path` + `finish`.
+    pub fn finish_paths(mut self, paths: &[&Path]) -> Result<LoadedPolicy, LoadError> {
+        for path in paths {
+            self.add_path(path);
+        }
+        self.finish()
+    }
+
     /// Compiles everything added; fails with every problem found.
     pub fn finish(mut self) -> Result<LoadedPolicy, LoadError> {
         let files: Vec<PolicyFile> = self.files.iter().map(|(f, _)| f.clone()).collect();

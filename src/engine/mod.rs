@@ -215,6 +215,18 @@ impl Engine {
         *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
     }
 
+    /// Loads policies from paths and replaces the current policy with them. If loading fails,
+    /// the engine keeps serving the last good policy and the error lists every problem.
+    pub fn reload_paths(&self, paths: &[&std::path::Path]) -> Result<(), LoadError> {
+        let mut loader = PolicyLoader::new(self.limits);
+        for path in paths {
+            loader.add_path(path);
+        }
+        let policy = loader.finish()?;
+        self.reload(policy);
+        Ok(())
+    }
+
     fn skill_at_revision(&self, name: &str, revision: u64) -> Option<Arc<CompiledSkill>> {
         self.history
             .read()
@@ -408,6 +420,32 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn a_failed_reload_keeps_the_last_good_policy() {
+        let dir = std::env::temp_dir().join(format!("capgate-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.cap");
+        let good = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "j" } }"#;
+        std::fs::write(&file, good).unwrap();
+        let engine = Engine::builder(
+            PolicyLoader::new(Limits::DEFAULT)
+                .finish_paths(&[&file])
+                .unwrap(),
+        )
+        .build();
+        let request = Request::new("s", "call", "tool:t");
+        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+        std::fs::write(
+            &file,
+            "skill \"s\" { version \"1\" capability \"c\" { resource tool }",
+        )
+        .unwrap();
+        let error = engine.reload_paths(&[&file]).unwrap_err();
+        assert!(!error.diagnostics.is_empty());
+        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn engine_is_send_and_sync() {
