@@ -79,8 +79,11 @@ impl Session {
 /// What one session line produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineResult {
-    /// The JSON object printed for the line (SPEC §8).
+    /// The JSON object for the line (SPEC §8), for programs.
     pub output: Value,
+    /// The same object as one line of JSON text with its keys in the documented order
+    /// (`decision`, `skill`, `capability`, …, `line`), as `capgate replay` prints it.
+    pub json: String,
     /// The same for people.
     pub text: String,
     /// An `expect`/`expect_constraint` did not hold.
@@ -90,8 +93,10 @@ pub struct LineResult {
 }
 
 fn error_line(number: usize, message: String) -> LineResult {
+    let quoted = serde_json::to_string(&message).unwrap_or_else(|_| "\"\"".to_owned());
     LineResult {
         text: format!("line {number}: error: {message}\n"),
+        json: format!(r#"{{"line":{number},"error":{quoted}}}"#),
         output: json!({ "line": number, "error": message }),
         failed_expectation: false,
         error: true,
@@ -101,6 +106,7 @@ fn error_line(number: usize, message: String) -> LineResult {
 fn ok_line(number: usize, what: String) -> LineResult {
     LineResult {
         text: format!("line {number}: {what}\n"),
+        json: format!(r#"{{"line":{number},"ok":true}}"#),
         output: json!({ "line": number, "ok": true }),
         failed_expectation: false,
         error: false,
@@ -351,8 +357,21 @@ fn call(
     if failed_expectation {
         text.push_str(&format!("  EXPECTATION FAILED: {}\n", problems.join("; ")));
     }
+    // The decision's own field order, then `line` (and the failed expectation).
+    let mut json = serde_json::to_string(&decision).unwrap_or_else(|_| "{}".to_owned());
+    if json.ends_with('}') {
+        json.pop();
+        let comma = if json.len() > 1 { "," } else { "" };
+        json.push_str(&format!(r#"{comma}"line":{number}"#));
+        if failed_expectation {
+            let problems = serde_json::to_string(&problems.join("; ")).unwrap_or_default();
+            json.push_str(&format!(r#","expectation_failed":{problems}"#));
+        }
+        json.push('}');
+    }
     LineResult {
         output: Value::Object(output),
+        json,
         text,
         failed_expectation,
         error: false,

@@ -97,7 +97,7 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);
         match args.format {
-            Format::Json => println!("{}", result.output),
+            Format::Json => println!("{}", result.json),
             Format::Text => print!("{}", result.text),
         }
     }

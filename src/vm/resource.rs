@@ -276,18 +276,28 @@ impl<'a> RequestResource<'a> {
         if text.is_empty() {
             return Err(ResourceRejection::Empty);
         }
-        check_raw_characters(text)?;
+        // One pass over the bytes: a resource made only of plain characters (no `%`, `#`, `@`,
+        // `\`, brackets, controls, whitespace or non-ASCII) cannot break the rules that look for
+        // those, so their scans are skipped. Everything else takes every check below.
+        let plain = text
+            .bytes()
+            .all(|b| PLAIN.get(usize::from(b)).copied().unwrap_or(false));
+        if !plain {
+            check_raw_characters(text)?;
+        }
         let (kind, after_kind) = detect_kind(text)?;
-        if let Some(at) = text.find('#') {
-            return Err(ResourceRejection::Fragment {
-                fragment: quote(text.get(at..).unwrap_or("#")),
-            });
+        if !plain {
+            if let Some(at) = text.find('#') {
+                return Err(ResourceRejection::Fragment {
+                    fragment: quote(text.get(at..).unwrap_or("#")),
+                });
+            }
         }
         let (before_query, query) = match after_kind.split_once('?') {
             Some((before, query)) => (before, Some(query)),
             None => (after_kind, None),
         };
-        if before_query.contains('\\') {
+        if !plain && before_query.contains('\\') {
             return Err(ResourceRejection::Backslash);
         }
         let (origin, path) = match kind {
@@ -298,9 +308,15 @@ impl<'a> RequestResource<'a> {
             _ if before_query.is_empty() => return Err(ResourceRejection::EmptyLocator { kind }),
             _ => (None, before_query),
         };
-        validate_path(path)?;
-        if let Some(query) = query {
-            validate_query(query)?;
+        if plain {
+            // No escapes: only the structural rules (empty and dot segments) can apply, and a
+            // query without `%` always decodes.
+            validate_plain_path(path)?;
+        } else {
+            validate_path(path)?;
+            if let Some(query) = query {
+                validate_query(query)?;
+            }
         }
         // INVARIANT (validated-request): path and query validated above.
         Ok(RequestResource {
@@ -448,6 +464,60 @@ fn parse_origin<'a>(
         Some(p) => parse_port(p).ok_or_else(|| ResourceRejection::BadPort { port: quote(p) })?,
     };
     Ok((RequestOrigin { scheme, host, port }, path))
+}
+
+/// Bytes that no deny rule looks for: ASCII letters and digits and `-._~!$&'()*+,;=:/?`.
+#[expect(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
+)]
+const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'/'
+                    | b'?'
+            );
+        b += 1;
+    }
+    table
+};
+
+/// [`validate_path`] for a path of plain bytes: no escapes to decode.
+fn validate_plain_path(path: &str) -> Result<(), ResourceRejection> {
+    let mut segments = path.split('/').peekable();
+    while let Some(segment) = segments.next() {
+        if segment.is_empty() && segments.peek().is_some() {
+            return Err(ResourceRejection::EmptySegment { path: quote(path) });
+        }
+        if is_dot_segment(segment) {
+            return Err(ResourceRejection::DotSegment {
+                segment: quote(segment),
+                encoded: false,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_path(path: &str) -> Result<(), ResourceRejection> {
