@@ -57,7 +57,9 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             })?,
             EqualsRhs::In(literals) => every(env, &path.node, optional, |found| {
                 let value = found.to_json();
-                literals.iter().any(|literal| json_eq(&value, &literal.node))
+                literals
+                    .iter()
+                    .any(|literal| json_eq(&value, &literal.node))
             })?,
             EqualsRhs::Path(other) => equals_other(env, &path.node, &other.node, optional)?,
         },
@@ -83,15 +85,14 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
                 let uses_now = bounds.iter().any(|b| b.value == BoundValue::Now);
                 if uses_now {
                     every(env, &path.node, optional, |found| {
-                        timestamp(found).is_some_and(|t| {
-                            bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now)))
-                        })
+                        timestamp(found)
+                            .is_some_and(|t| bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now))))
                     })?
                 } else {
                     every(env, &path.node, optional, |found| match found {
-                        Found::Json(Value::Number(n)) => bounds
-                            .iter()
-                            .all(|b| number_bound_holds(b, n)),
+                        Found::Json(Value::Number(n)) => {
+                            bounds.iter().all(|b| number_bound_holds(b, n))
+                        }
                         _ => false,
                     })?
                 }
@@ -184,7 +185,9 @@ fn equals_other(env: &Env<'_>, path: &Path, other: &Path, optional: bool) -> Res
         return Ok(false);
     };
     let other = other.to_json();
-    every(env, path, optional, |found| json_eq(&found.to_json(), &other))
+    every(env, path, optional, |found| {
+        json_eq(&found.to_json(), &other)
+    })
 }
 
 fn timestamp(found: &Found<'_>) -> Option<DateTime<Utc>> {

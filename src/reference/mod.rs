@@ -148,7 +148,13 @@ pub fn decide_with_limits(
             max_array_scan: limits.max_array_scan,
         };
         match constraint::first_failing(&env, &capability.constraints) {
-            Err(Abort) => return ReferenceDecision::request_problem("input"),
+            // A limit breached while evaluating denies the whole request, naming the capability.
+            Err(Abort) => {
+                return ReferenceDecision::deny(vec![ReferenceFailure {
+                    capability: Some(capability.name.node.clone()),
+                    constraint: "input",
+                }]);
+            }
             Ok(Some(name)) => failures.push(ReferenceFailure {
                 capability: Some(capability.name.node.clone()),
                 constraint: name,

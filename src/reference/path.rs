@@ -71,7 +71,10 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
             }
             [Segment::Key(name)] => {
                 let slot = env.binding_names.iter().position(|b| b == name);
-                text(slot.and_then(|slot| env.bindings.get(slot)).map(str::to_owned))
+                text(
+                    slot.and_then(|slot| env.bindings.get(slot))
+                        .map(str::to_owned),
+                )
             }
             // The checker rejects every other resource path.
             _ => vec![Reached::Broken],
