@@ -8,7 +8,7 @@
 //! with a simulated clock, and compares each engine's decision with the reference's: the same
 //! verdict, the same deciding capability, and the same (capability, constraint) per reason.
 //!
-//! `CAPGATE_PROPTEST_CASES` raises the number of cases (default 256).
+//! `CAPGATE_PROPTEST_CASES` raises the number of cases (default 1024, a few seconds in debug).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -29,7 +29,7 @@ use capgate::syntax::ast::{
 use capgate::value::{Path, Root, Segment};
 use capgate::vm::resource::{Bindings, RequestResource};
 use capgate::vm::{Input, run_counted};
-use capgate::{Decision, Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock};
+use capgate::{Decision, Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict};
 use chrono::{DateTime, FixedOffset, SecondsFormat, TimeZone, Utc};
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value, json};
@@ -1088,7 +1088,7 @@ fn cases() -> u32 {
     std::env::var("CAPGATE_PROPTEST_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(256)
+        .unwrap_or(1024)
 }
 
 proptest! {
@@ -1100,4 +1100,73 @@ proptest! {
     fn engine_agrees_with_the_reference(seed in any::<u64>()) {
         run_case(seed);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference on its own: a few hand-checked decisions, so a bug shared by both sides of the
+// comparison would still show.
+
+fn reference_decide(cap: &str, request: &Request, now: &str) -> ReferenceDecision {
+    let file = capgate::syntax::parse(capgate::span::FileId::default(), cap).unwrap();
+    reference::decide(&[file], request, now.parse().unwrap())
+}
+
+const SCHEDULER: &str = r#"skill "s" {
+  version "1"
+  capability "create" {
+    resource http "https://api.example.com/items/{id}"
+    operations POST
+    justification "creates items"
+    fieldEquals resource.id in ["primary", "team"]
+    optional fieldMatches payload.attendees[*].email ~ /[^@]+@example\.com/i
+    fieldRange payload.end - payload.start <= 2h
+    wallClockWindow mon-fri 09:00-17:00 "America/New_York"
+  }
+}"#;
+
+fn scheduler_request(payload: Value) -> Request {
+    let mut request = Request::new("s", "POST", "https://api.example.com/items/primary");
+    request.payload = payload;
+    request
+}
+
+#[test]
+fn reference_allows_a_request_inside_every_constraint() {
+    let request = scheduler_request(json!({
+        "attendees": [{"email": "A@EXAMPLE.COM"}, {}],
+        "start": "2026-12-01T15:00:00Z",
+        "end": "2026-12-01T17:00:00Z",
+    }));
+    let decision = reference_decide(SCHEDULER, &request, "2026-12-01T21:59:59.999999999Z");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:?}");
+}
+
+#[test]
+fn reference_denies_at_the_exclusive_end_of_a_window_and_names_the_constraint() {
+    let request = scheduler_request(json!({
+        "start": "2026-12-01T15:00:00Z",
+        "end": "2026-12-01T17:00:00Z",
+    }));
+    let decision = reference_decide(SCHEDULER, &request, "2026-12-01T22:00:00Z");
+    assert_eq!(decision.verdict, Verdict::Deny);
+    assert_eq!(
+        decision.failures,
+        vec![ReferenceFailure {
+            capability: Some("create".into()),
+            constraint: "wallClockWindow"
+        }]
+    );
+}
+
+#[test]
+fn reference_fails_optional_wildcard_over_an_object_and_a_difference_one_nanosecond_long() {
+    let request = scheduler_request(json!({ "attendees": {"email": "a@example.com"} }));
+    let decision = reference_decide(SCHEDULER, &request, "2026-12-01T15:00:00Z");
+    assert_eq!(decision.failures[0].constraint, "fieldMatches");
+    let request = scheduler_request(json!({
+        "start": "2026-12-01T15:00:00Z",
+        "end": "2026-12-01T17:00:00.000000001Z",
+    }));
+    let decision = reference_decide(SCHEDULER, &request, "2026-12-01T15:00:00Z");
+    assert_eq!(decision.failures[0].constraint, "fieldRange");
 }
