@@ -5,6 +5,8 @@ pub mod compile;
 pub mod engine;
 pub mod limits;
 pub mod manifest;
+#[cfg(feature = "reference")]
+pub mod reference;
 pub mod runtime;
 pub mod session;
 pub mod span;

@@ -1,0 +1,74 @@
+//! Bugs found by the differential and fuzz tests, each kept as a named case. A test here pins
+//! the fixed behaviour through the public engine API, from `.cap` text to the decision.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::sync::Arc;
+
+use capgate::{Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict};
+use serde_json::json;
+
+fn engine(cap: &str) -> Engine {
+    let mut loader = PolicyLoader::default();
+    loader.add_text("regression.cap", cap.to_owned(), PolicyFormat::Cap, None);
+    let loaded = loader.finish().unwrap();
+    let now = "2026-12-01T12:00:00Z".parse().unwrap();
+    Engine::builder(loaded)
+        .clock(Arc::new(SimulatedClock::new(now)))
+        .build()
+}
+
+fn difference_policy(constraint: &str) -> Engine {
+    engine(&format!(
+        r#"skill "s" {{
+  version "1"
+  capability "c" {{
+    resource http "https://api.example.com/items/{{id}}"
+    operations GET
+    {constraint}
+  }}
+}}"#
+    ))
+}
+
+/// Found by `tests/differential.rs` (seed 18041101392041191774): `optional` on a difference
+/// forgave a repeated query parameter when the other side was absent, so
+/// `?q=a&q=b` with no `payload.start` was allowed. A repeated parameter fails every
+/// constraint on it, `optional` or not (`docs/semantics.md`).
+#[test]
+fn regression_optional_difference_fails_on_repeated_query_parameter_when_other_side_absent() {
+    let engine = difference_policy("optional fieldRange resource.query.q - payload.start >= 1s");
+    let mut request = Request::new("s", "GET", "https://api.example.com/items/1?q=a&q=b");
+    request.payload = json!({});
+    let decision = engine.check(&request);
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
+}
+
+/// Found by `tests/differential.rs` (seed 18041170213643874436): the same hole with a
+/// wrong-shaped side — stepping into a string — next to an absent one.
+#[test]
+fn regression_optional_difference_fails_on_wrong_shape_when_other_side_absent() {
+    let engine = difference_policy("optional fieldRange payload.end - payload.start.at >= 1s");
+    let mut request = Request::new("s", "GET", "https://api.example.com/items/1");
+    request.payload = json!({ "start": "not an object" });
+    let decision = engine.check(&request);
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
+}
+
+/// The fix keeps what `optional` is for: both sides absent, or one absent and the other
+/// present, still holds.
+#[test]
+fn regression_optional_difference_still_holds_when_only_absent() {
+    let engine = difference_policy("optional fieldRange payload.end - payload.start >= 1s");
+    let mut request = Request::new("s", "GET", "https://api.example.com/items/1");
+    request.payload = json!({});
+    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    request.payload = json!({ "end": "2026-12-01T12:00:00Z" });
+    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+}
