@@ -2,7 +2,8 @@
 //!
 //! The rules of SPEC §2.3 and `docs/semantics.md`, spelled out: a missing member or an index
 //! past the end is *absent*; stepping into a value of the wrong type (a member of a non-object,
-//! an index or `[*]` of a non-array, anything of `null`) is the *wrong shape*; `[*]` reaches every
+//! an index or `[*]` of a non-array, anything of a `null` member) is the *wrong shape*, but below
+//! a `null` root (an absent payload, agent or context) a path is absent; `[*]` reaches every
 //! element (nothing for an empty array); a query parameter given twice is *ambiguous*.
 
 use serde_json::Value;
@@ -50,10 +51,19 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
             None => Reached::Absent,
         }]
     };
+    // SPEC §4: an absent payload, agent or context *is* `null`, so below a `null` root every
+    // path is absent (inside a document, a step into `null` stays the wrong shape).
+    let document = |root: &'a Value| {
+        if root.is_null() && !path.segments.is_empty() {
+            Ok(vec![Reached::Absent])
+        } else {
+            follow(root, &path.segments, env.max_array_scan)
+        }
+    };
     match path.root {
-        Root::Payload => follow(&request.payload, &path.segments, env.max_array_scan),
-        Root::Agent => follow(&request.agent, &path.segments, env.max_array_scan),
-        Root::Context => follow(&request.context, &path.segments, env.max_array_scan),
+        Root::Payload => document(&request.payload),
+        Root::Agent => document(&request.agent),
+        Root::Context => document(&request.context),
         Root::Request => Ok(match path.segments.as_slice() {
             [Segment::Key(k)] if k == "skill" => text(Some(request.skill.clone())),
             [Segment::Key(k)] if k == "operation" => text(Some(request.operation.clone())),
