@@ -5,6 +5,8 @@
 //!   by compiling it into a one-capability synthetic skill and tracing it with
 //!   [`Engine::explain`]. It returns a [`ConstraintEvaluation`] (whether it held, and each test
 //!   with the value it saw) or a [`ConstraintError`] whose diagnostics point into the text typed.
+//! - [`value_at`] finds the value a concrete path of a trace (`payload.attendees[4].email`) saw
+//!   in a request, so a trace can print it next to each test.
 //! - [`needs_more_input`] tells whether typed text is unfinished (an open `{` or `[` outside
 //!   strings, regexes and comments), so that an editor keeps reading lines until it is balanced.
 
@@ -17,6 +19,7 @@ use crate::engine::{Diagnostic, Engine, PolicyFormat, PolicyLoader, Request};
 use crate::limits::Limits;
 use crate::runtime::SimulatedClock;
 use crate::span::Location;
+use crate::value::{Path, Root, Segment};
 use crate::vm::TestReport;
 
 /// The skill, capability and resource of the synthetic policy a constraint is compiled into.
@@ -105,23 +108,22 @@ pub fn evaluate_constraint(
         .find(|c| &*c.name == SYNTHETIC_CAPABILITY)
     {
         if capability.program.program().checks.is_empty() {
-            return Err(ConstraintError::NotEvaluable(if capability.rate_limits.is_empty() {
-                "no constraint to evaluate".to_owned()
-            } else {
-                "`rateLimit` counts the calls a stateful engine allowed: it cannot be evaluated \
+            return Err(ConstraintError::NotEvaluable(
+                if capability.rate_limits.is_empty() {
+                    "no constraint to evaluate".to_owned()
+                } else {
+                    "`rateLimit` counts the calls a stateful engine allowed: it cannot be evaluated \
                  alone; send requests to a capability that has it"
                     .to_owned()
-            }));
+                },
+            ));
         }
     }
     let engine = Engine::builder(policy)
         .limits(limits)
         .clock(Arc::new(SimulatedClock::new(input.now)))
         .build();
-    let mut request = Request::new(SYNTHETIC_SKILL, "call", SYNTHETIC_RESOURCE);
-    request.payload = input.payload.clone();
-    request.agent = input.agent.clone();
-    request.context = input.context.clone();
+    let request = constraint_request(input);
     let trace = engine
         .explain(&request)
         .into_iter()
@@ -140,6 +142,17 @@ pub fn evaluate_constraint(
             })
             .collect(),
     })
+}
+
+/// The synthetic request a constraint is evaluated on: skill [`SYNTHETIC_SKILL`], operation
+/// `call`, resource `tool:repl`, and the input's payload, agent and context. Use it with
+/// [`value_at`] to show the values a [`ConstraintEvaluation`]'s tests saw.
+pub fn constraint_request(input: &ConstraintInput<'_>) -> Request {
+    let mut request = Request::new(SYNTHETIC_SKILL, "call", SYNTHETIC_RESOURCE);
+    request.payload = input.payload.clone();
+    request.agent = input.agent.clone();
+    request.context = input.context.clone();
+    request
 }
 
 /// Moves diagnostics from the synthetic policy into the text as typed: line 2 of the policy is
@@ -171,6 +184,39 @@ fn remap(text: &str, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
             d
         })
         .collect()
+}
+
+/// The value a concrete path (as a trace reports it, without `[*]`) reaches in `request`:
+/// `payload`, `agent` and `context` members, and `request.skill`, `request.operation`,
+/// `request.transaction`. `None` when the path is absent, has a wildcard, or starts at
+/// `resource` (template bindings are not kept in the request).
+pub fn value_at(request: &Request, path: &str) -> Option<Value> {
+    let path = Path::parse(path).ok()?;
+    let (mut value, segments) = match path.root {
+        Root::Payload => (&request.payload, path.segments.as_slice()),
+        Root::Agent => (&request.agent, path.segments.as_slice()),
+        Root::Context => (&request.context, path.segments.as_slice()),
+        Root::Resource => return None,
+        Root::Request => {
+            let [Segment::Key(field)] = path.segments.as_slice() else {
+                return None;
+            };
+            return match field.as_str() {
+                "skill" => Some(Value::String(request.skill.clone())),
+                "operation" => Some(Value::String(request.operation.clone())),
+                "transaction" => request.transaction.clone().map(Value::String),
+                _ => None,
+            };
+        }
+    };
+    for segment in segments {
+        value = match segment {
+            Segment::Key(key) => value.as_object()?.get(key)?,
+            Segment::Index(index) => value.as_array()?.get(usize::try_from(*index).ok()?)?,
+            Segment::Wildcard => return None,
+        };
+    }
+    Some(value.clone())
 }
 
 /// True when `text` opens more `{` or `[` than it closes, outside strings, regex literals
@@ -327,6 +373,23 @@ mod tests {
         assert!(result.checks[0].holds);
         assert!(!result.checks[1].holds);
         assert!(!result.holds());
+    }
+
+    #[test]
+    fn value_at_follows_keys_and_indexes() {
+        let mut request = Request::new("s", "call", "tool:t");
+        request.payload = json!({"a": [{"b": 1}, {"b": "x"}], "odd key": true});
+        request.transaction = Some("tx".to_owned());
+        assert_eq!(value_at(&request, "payload.a[1].b"), Some(json!("x")));
+        assert_eq!(
+            value_at(&request, r#"payload["odd key"]"#),
+            Some(json!(true))
+        );
+        assert_eq!(value_at(&request, "request.transaction"), Some(json!("tx")));
+        assert_eq!(value_at(&request, "payload.a[2].b"), None);
+        assert_eq!(value_at(&request, "payload.a[*].b"), None);
+        assert_eq!(value_at(&request, "resource.calendar"), None);
+        assert_eq!(value_at(&request, "not a path"), None);
     }
 
     #[test]
