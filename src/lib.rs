@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod authoring;
 pub mod bytecode;
 pub mod compile;
 pub mod engine;

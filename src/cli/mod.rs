@@ -3,6 +3,7 @@
 mod check;
 mod disasm;
 mod output;
+mod repl;
 mod replay;
 
 use std::path::PathBuf;
@@ -43,6 +44,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Print each capability's bytecode with source locations.
     Disasm(disasm::DisasmArgs),
+    /// Author policies interactively on a stateful engine with a simulated clock.
+    Repl(repl::ReplArgs),
 }
 
 /// Parses arguments and runs the subcommand.
@@ -58,6 +61,7 @@ pub fn run() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Disasm(args) => disasm::run(args),
+        Command::Repl(args) => repl::run(args),
     };
     ExitCode::from(code)
 }
