@@ -4,6 +4,7 @@ mod check;
 mod disasm;
 mod output;
 mod replay;
+mod test;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,8 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Print each capability's bytecode with source locations.
     Disasm(disasm::DisasmArgs),
+    /// Run the policy tests (`.captest` files and sessions) next to the policies.
+    Test(test::TestArgs),
 }
 
 /// Parses arguments and runs the subcommand.
@@ -58,6 +61,7 @@ pub fn run() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Disasm(args) => disasm::run(args),
+        Command::Test(args) => test::run(args),
     };
     ExitCode::from(code)
 }
