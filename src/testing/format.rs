@@ -403,7 +403,10 @@ fn header(
         }
         return Ok(Section::Defaults);
     }
-    let Some(rest) = inside.strip_prefix("case") else {
+    let case = inside
+        .strip_prefix("case")
+        .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace));
+    let Some(rest) = case else {
         return Err(problem(
             number,
             column,
@@ -557,9 +560,9 @@ fn step(tokens: &[Token], line: usize) -> Result<Step, Problem> {
             let [duration, rest @ ..] = args else {
                 return Err(missing("a duration such as `30s` or `1h30m`"));
             };
-            extra(rest)?;
             let text = duration.word(line)?;
             crate::parse_duration(&text).map_err(|e| problem(line, duration.column, e))?;
+            extra(rest)?;
             Ok(Step::Advance(text))
         }
         "begin" | "end" => {
@@ -949,6 +952,9 @@ fn assignment(lines: &[&str], index: usize, number: usize) -> Result<(Step, usiz
         });
     }
     cursor.bump();
+    while cursor.peek().is_some_and(char::is_whitespace) {
+        cursor.bump();
+    }
     let value_column = cursor.column();
     let (value, next) = json_value(lines, index, cursor.rest(), number, value_column)?;
     let step = if target.field == "time" && target.steps.is_empty() {
@@ -979,6 +985,22 @@ fn position_in(text: &str, offset: usize, line: usize, column: usize) -> (usize,
         ),
         None => (line, column + before.chars().count()),
     }
+}
+
+/// The byte offset in `text` of a serde_json error (which counts lines and byte columns).
+fn error_offset(text: &str, error: &serde_json::Error) -> usize {
+    let mut offset = 0;
+    for (index, line) in text.split('\n').enumerate() {
+        if index + 1 == error.line() {
+            let mut within = error.column().saturating_sub(1).min(line.len());
+            while !line.is_char_boundary(within) {
+                within -= 1;
+            }
+            return offset + within;
+        }
+        offset += line.len() + 1;
+    }
+    text.len()
 }
 
 /// serde_json's message without its own ` at line L column C`, which counts from the value.
@@ -1035,11 +1057,7 @@ fn json_value(
                 }
             },
             Some(Err(e)) => {
-                let (line, col) = if e.line() <= 1 {
-                    (number, column + e.column().saturating_sub(1))
-                } else {
-                    (number + e.line() - 1, e.column().max(1))
-                };
+                let (line, col) = position_in(&text, error_offset(&text, &e), number, column);
                 return Err(problem(
                     line,
                     col,
@@ -1050,5 +1068,326 @@ fn json_value(
                 return Err(problem(number, column, "expected a JSON value after `=`"));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> (usize, usize, String) {
+        let e = parse("t.captest", text).unwrap_err();
+        let (line, column) = e.position.unwrap();
+        (line, column, e.message)
+    }
+
+    fn only_case(text: &str) -> Vec<Step> {
+        let file = parse("t.captest", text).unwrap();
+        file.cases[0].lines.iter().map(|l| l.step.clone()).collect()
+    }
+
+    #[test]
+    fn defaults_and_cases_parse_with_multi_line_values_and_comments() {
+        let text = "# top\n[defaults]\nskill = \"s\"  # trailing\npayload = {\n  \"a\": [1,\n 2]\n}\n\n[case first one]\n// a comment\npayload.a[2] = 3\nexpect allow\n[case \"second\"]\nexpect deny\n";
+        let file = parse("t.captest", text).unwrap();
+        assert_eq!(file.defaults.len(), 2);
+        assert_eq!(file.defaults[1].number, 4);
+        assert_eq!(
+            file.defaults[1].step,
+            Step::Set {
+                target: Target {
+                    field: "payload".into(),
+                    steps: vec![]
+                },
+                value: serde_json::json!({"a": [1, 2]})
+            }
+        );
+        assert_eq!(file.cases.len(), 2);
+        assert_eq!(file.cases[0].name, "first one");
+        assert_eq!(file.cases[0].line, 9);
+        assert_eq!(file.cases[0].lines[0].number, 11);
+        assert_eq!(file.cases[1].name, "second");
+    }
+
+    #[test]
+    fn expect_reads_constraint_path_capability_and_times() {
+        let steps = only_case(
+            "[case c]\nexpect deny fieldMatches at payload.a[4][\"b c\"] by cap 3 times\n",
+        );
+        assert_eq!(
+            steps,
+            vec![Step::Call {
+                times: 3,
+                expect: Some(Expectation {
+                    verdict: Verdict::Deny,
+                    constraint: Some(ReasonKind::FieldMatches),
+                    path: Some("payload.a[4][\"b c\"]".into()),
+                    capability: Some("cap".into()),
+                }),
+            }]
+        );
+    }
+
+    #[test]
+    fn operator_steps_parse_with_their_defaults() {
+        let steps = only_case(
+            "[case c]\ntime = \"2026-01-01T00:00:00Z\"\nadvance 1h30m\nbegin tx\nend tx\ngrant s/c as g in tx\ngrant c\nrevoke grant g\nrevoke skill\nrevoke capability s/c\napprove\ncall 2 times\nunset payload[\"odd key\"].x\nexpect allow\n",
+        );
+        assert_eq!(steps[0], Step::Time("2026-01-01T00:00:00Z".into()));
+        assert_eq!(steps[1], Step::Advance("1h30m".into()));
+        assert_eq!(
+            steps[4],
+            Step::Grant {
+                skill: Some("s".into()),
+                capability: "c".into(),
+                token: Some("g".into()),
+                transaction: Some("tx".into())
+            }
+        );
+        assert_eq!(
+            steps[5],
+            Step::Grant {
+                skill: None,
+                capability: "c".into(),
+                token: None,
+                transaction: None
+            }
+        );
+        assert_eq!(steps[7], Step::Revoke(Revocation::Skill(None)));
+        assert_eq!(
+            steps[8],
+            Step::Revoke(Revocation::Capability {
+                skill: Some("s".into()),
+                capability: "c".into()
+            })
+        );
+        assert_eq!(steps[9], Step::Approve { skill: None });
+        assert_eq!(
+            steps[10],
+            Step::Call {
+                times: 2,
+                expect: None
+            }
+        );
+        assert_eq!(
+            steps[11],
+            Step::Unset(Target {
+                field: "payload".into(),
+                steps: vec![Key::Member("odd key".into()), Key::Member("x".into())]
+            })
+        );
+    }
+
+    #[test]
+    fn a_step_before_any_header_is_an_error() {
+        assert_eq!(
+            error("\n  expect allow\n"),
+            (
+                2,
+                3,
+                "expected `[defaults]` or `[case NAME]` before the first step".into()
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_request_field_is_an_error_at_its_column() {
+        let (line, column, message) = error("[case c]\n  paylod.x = 1\nexpect allow\n");
+        assert_eq!((line, column), (2, 3));
+        assert!(
+            message.starts_with("unknown request field `paylod`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn members_of_a_field_that_is_not_a_document_are_an_error() {
+        let (_, _, message) = error("[case c]\ngrant.x = 1\nexpect allow\n");
+        assert!(
+            message.contains("`grant` is not a JSON document"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_json_error_inside_a_multi_line_value_points_into_it() {
+        // Line 4 is `  "b": ,`: the error is at the comma, column 8.
+        let (line, column, message) =
+            error("[case c]\npayload = {\n  \"a\": 1,\n  \"b\": ,\n}\nexpect allow\n");
+        assert_eq!((line, column), (4, 8), "{message}");
+        assert!(!message.contains("at line"), "{message}");
+    }
+
+    #[test]
+    fn a_json_error_on_the_first_line_counts_from_the_value() {
+        let (line, column, _) = error("[case c]\npayload = {\"a\" 1}\nexpect allow\n");
+        assert_eq!((line, column), (2, 16));
+    }
+
+    #[test]
+    fn an_unclosed_value_is_an_error_at_its_start() {
+        assert_eq!(
+            error("[case c]\npayload = {\"a\": [1,\n"),
+            (
+                2,
+                11,
+                "the value is not closed before the end of the file".into()
+            )
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_in_a_value_are_an_error() {
+        let (line, _, message) = error("[case c]\npayload = {\"a\": 1, \"a\": 2}\nexpect allow\n");
+        assert_eq!(line, 2);
+        assert!(message.contains("duplicate"), "{message}");
+    }
+
+    #[test]
+    fn text_after_a_value_is_an_error() {
+        assert_eq!(
+            error("[case c]\nautonomy = 80 90\nexpect allow\n"),
+            (2, 15, "unexpected text after the value".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_constraint_in_expect_is_an_error_at_its_column() {
+        assert_eq!(
+            error("[case c]\nexpect deny fieldMatch at payload.x\n"),
+            (2, 13, "unknown constraint `fieldMatch`".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_decision_is_an_error() {
+        let (line, column, message) = error("[case c]\nexpect denied\n");
+        assert_eq!((line, column), (2, 8));
+        assert!(message.starts_with("unknown decision `denied`"));
+    }
+
+    #[test]
+    fn an_allow_cannot_expect_a_reason() {
+        let (_, column, message) = error("[case c]\nexpect allow rateLimit\n");
+        assert_eq!(column, 8);
+        assert!(message.starts_with("an allow has no reasons"));
+    }
+
+    #[test]
+    fn a_dangling_at_is_an_error() {
+        let (line, _, message) = error("[case c]\nexpect deny at\n");
+        assert_eq!(line, 2);
+        assert_eq!(message, "expected a path after `at`");
+    }
+
+    #[test]
+    fn zero_times_is_an_error() {
+        let (_, column, message) = error("[case c]\nexpect allow 0 times\n");
+        assert_eq!(column, 14);
+        assert!(message.contains("between 1 and 10000"));
+    }
+
+    #[test]
+    fn a_case_without_expect_is_an_error_at_its_header() {
+        assert_eq!(
+            error("[case quiet]\ncall\n[case loud]\nexpect allow\n"),
+            (1, 1, "case `quiet` has no `expect` line".into())
+        );
+        assert_eq!(
+            error("[case loud]\nexpect allow\n[case quiet]\n").0,
+            3,
+            "the last case is checked too"
+        );
+    }
+
+    #[test]
+    fn a_case_name_used_twice_is_an_error() {
+        assert_eq!(
+            error("[case a]\nexpect allow\n[case a]\nexpect allow\n"),
+            (3, 1, "case `a` is defined twice".into())
+        );
+    }
+
+    #[test]
+    fn defaults_come_once_before_the_cases_and_make_no_calls() {
+        assert_eq!(error("[defaults]\nexpect allow\n").0, 2);
+        assert_eq!(
+            error("[case a]\nexpect allow\n[defaults]\n"),
+            (
+                3,
+                1,
+                "`[defaults]` must come once, before the first case".into()
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_header_is_an_error() {
+        let (_, _, message) = error("[cases a]\n");
+        assert!(message.starts_with("unknown header `[cases a]`"));
+    }
+
+    #[test]
+    fn time_must_be_an_rfc3339_string() {
+        let (line, column, message) = error("[case c]\ntime = \"tomorrow\"\nexpect allow\n");
+        assert_eq!((line, column), (2, 8));
+        assert!(message.starts_with("`time` must be an RFC 3339 timestamp"));
+    }
+
+    #[test]
+    fn advance_takes_a_valid_duration() {
+        let (line, column, _) = error("[case c]\nadvance 10 minutes\nexpect allow\n");
+        assert_eq!((line, column), (2, 9));
+    }
+
+    #[test]
+    fn an_unknown_step_reads_as_an_assignment_missing_its_equals_sign() {
+        let (_, _, message) = error("[case c]\nexpct allow\nexpect allow\n");
+        assert!(
+            message.starts_with("unknown request field `expct`"),
+            "{message}"
+        );
+        let (_, column, message) = error("[case c]\npayload allow\nexpect allow\n");
+        assert_eq!(column, 9);
+        assert!(
+            message.contains("expected `=` after `payload`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn an_unterminated_quoted_word_is_an_error() {
+        assert_eq!(
+            error("[case c]\nbegin \"turn 1\nexpect allow\n"),
+            (2, 7, "unterminated string".into())
+        );
+    }
+
+    #[test]
+    fn a_quoted_word_may_hold_spaces() {
+        let steps = only_case("[case c]\nbegin \"turn 1\"\nexpect allow\n");
+        assert_eq!(steps[0], Step::Begin("turn 1".into()));
+    }
+
+    #[test]
+    fn unset_time_is_an_error() {
+        let (_, _, message) = error("[case c]\nunset time\nexpect allow\n");
+        assert_eq!(message, "`time` is the session clock and cannot be unset");
+    }
+
+    #[test]
+    fn a_field_named_like_a_step_keyword_is_still_assignable() {
+        // Not a request field, so the error says so rather than parsing `end` as a step.
+        let (_, _, message) = error("[case c]\nend = 1\nexpect allow\n");
+        assert!(
+            message.starts_with("unknown request field `end`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        let (_, column, _) = error("[case c]\npayload = {\"é\": x}\nexpect allow\n");
+        assert_eq!(column, 17);
     }
 }

@@ -283,3 +283,231 @@ pub fn run_test_file(name: &str, text: &str, policy: &LoadedPolicy) -> Report {
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::PolicyFormat;
+
+    const POLICY: &str = r#"
+skill "s" {
+  version "1"
+  capability "c" {
+    resource http "https://api.example.com/items/{id}"
+    operations POST
+    lifetime call 2
+    justification "writes items"
+    fieldEquals resource.id in ["1", "2"]
+    fieldMatches payload.tags[*] ~ /[a-z]+/
+    rateLimit 3 per minute
+  }
+  capability "t" {
+    resource tool "shell"
+    operations call
+    lifetime transaction
+    justification "runs commands"
+  }
+}"#;
+
+    const DEFAULTS: &str = "[defaults]\ntime = \"2026-12-01T15:00:00Z\"\nskill = \"s\"\noperation = \"POST\"\nresource = \"https://api.example.com/items/1\"\npayload = {\"tags\": [\"a\", \"b\"]}\ngrant c as g\ngrant = \"g\"\n";
+
+    fn policy() -> LoadedPolicy {
+        let mut loader = PolicyLoader::new(Limits::DEFAULT);
+        loader.add_text("p.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
+        loader.finish().unwrap()
+    }
+
+    fn run(cases: &str) -> Report {
+        run_test_file("t.captest", &format!("{DEFAULTS}{cases}"), &policy())
+    }
+
+    #[test]
+    fn a_case_whose_expectations_hold_passes() {
+        let report = run("[case ok]\nexpect allow by c\nexpect allow\nexpect deny lifetime\n");
+        assert_eq!((report.passed, report.failed), (1, 0), "{report}");
+    }
+
+    #[test]
+    fn each_case_starts_on_a_fresh_session() {
+        // Each case spends the two uses of `g`; a shared session would refuse the second case.
+        let report = run("[case a]\nexpect allow 2 times\n[case b]\nexpect allow 2 times\n");
+        assert_eq!((report.passed, report.failed), (2, 0), "{report}");
+    }
+
+    #[test]
+    fn a_wrong_path_fails_with_expected_actual_and_trace() {
+        let report =
+            run("[case p]\npayload.tags[1] = \"B\"\nexpect deny fieldMatches at payload.tags[0]\n");
+        assert_eq!((report.passed, report.failed), (0, 1));
+        let failure = &report.failures[0];
+        assert_eq!(failure.line, 11);
+        assert_eq!(failure.case.as_deref(), Some("p"));
+        assert!(
+            failure
+                .message
+                .contains("fieldMatches at payload.tags[1] by c"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(
+            failure.actual.as_ref().unwrap().reasons[0].path.as_deref(),
+            Some("payload.tags[1]")
+        );
+        assert_eq!(&*failure.trace[0].capability, "c");
+        assert!(failure.trace[0].checks.iter().any(|(_, holds, _)| !holds));
+        let text = failure.to_string();
+        assert!(text.starts_with("FAIL t.captest:11 [case p]\n"), "{text}");
+        assert!(
+            text.contains("  expected: deny fieldMatches at payload.tags[0]\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("FAILS fieldMatches payload.tags[*] ~ /[a-z]+/"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_case_stops_at_its_first_failed_expectation() {
+        let report = run("[case p]\nexpect deny\nexpect deny\n");
+        assert_eq!(report.failed, 1);
+        assert_eq!(report.failures.len(), 1);
+        assert_eq!(report.failures[0].message, "expected deny, got allow");
+    }
+
+    #[test]
+    fn allow_by_another_capability_fails() {
+        let report = run("[case p]\nexpect allow by t\n");
+        assert_eq!(
+            report.failures[0].message,
+            "expected allow by `t`, got allow by `c`"
+        );
+    }
+
+    #[test]
+    fn constraint_path_and_capability_must_hold_for_one_reason() {
+        let report = run(
+            "[case p]\nresource = \"https://api.example.com/items/3\"\nexpect deny fieldEquals at resource.id by c\nexpect deny fieldEquals by t\n",
+        );
+        assert_eq!(report.failed, 1);
+        assert_eq!(report.failures[0].line, 12);
+    }
+
+    #[test]
+    fn a_step_that_cannot_run_fails_the_case() {
+        let report = run("[case p]\ngrant nope as x\nexpect allow\n");
+        assert_eq!(report.failed, 1);
+        let failure = &report.failures[0];
+        assert_eq!(failure.line, 10);
+        assert!(failure.expected.is_none() && failure.actual.is_none());
+        assert!(
+            failure.message.contains("has no capability `nope`"),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn an_index_one_past_the_end_appends_and_further_fails() {
+        let ok = run("[case p]\npayload.tags[2] = \"c\"\nexpect allow\n");
+        assert_eq!(ok.failed, 0, "{ok}");
+        let report = run("[case p]\npayload.tags[3] = \"c\"\nexpect allow\n");
+        assert!(
+            report.failures[0]
+                .message
+                .starts_with("cannot set `payload.tags[3]`: index 3 is past the end"),
+            "{}",
+            report.failures[0].message
+        );
+    }
+
+    #[test]
+    fn setting_a_member_creates_the_objects_on_the_way() {
+        let report = run("[case p]\nagent.team.name = \"x\"\nexpect allow\n");
+        assert_eq!(report.failed, 0, "{report}");
+    }
+
+    #[test]
+    fn setting_a_member_inside_a_string_fails() {
+        let report = run("[case p]\npayload.tags[0].x = 1\nexpect allow\n");
+        assert_eq!(
+            report.failures[0].message,
+            "cannot set `payload.tags[0].x`: `x` is inside a string"
+        );
+    }
+
+    #[test]
+    fn unsetting_something_absent_fails() {
+        let report = run("[case p]\nunset payload.nothing\nexpect allow\n");
+        assert_eq!(
+            report.failures[0].message,
+            "cannot unset `payload.nothing`: it is absent"
+        );
+    }
+
+    #[test]
+    fn steps_default_to_the_requests_skill() {
+        let report = run(
+            "[case p]\nrevoke capability c\nexpect deny grant by c\n[case q]\nrevoke skill\nexpect deny grant\n",
+        );
+        assert_eq!((report.passed, report.failed), (2, 0), "{report}");
+    }
+
+    #[test]
+    fn a_malformed_file_is_an_error_not_a_failure() {
+        let report = run("[case p]\nexpect maybe\n");
+        assert_eq!((report.passed, report.failed), (0, 0));
+        assert_eq!(
+            report.errors[0].to_string(),
+            "t.captest:10:8: error: unknown decision `maybe`: expected `allow`, `deny` or `approval_required`"
+        );
+        assert!(!report.is_success());
+    }
+
+    #[test]
+    fn coverage_marks_allowed_capabilities_and_failed_constraints() {
+        let report = run(
+            "[case p]\nexpect allow 2 times\ngrant c as h\ngrant = \"h\"\nexpect allow\nexpect deny rateLimit\n[case q]\nresource = \"https://api.example.com/items/9\"\nexpect deny fieldEquals\n",
+        );
+        assert_eq!(report.failed, 0, "{report}");
+        let c = &report.coverage.capabilities[0];
+        assert!(c.allowed);
+        let failed: Vec<(ReasonKindName, bool)> = c
+            .constraints
+            .iter()
+            .map(|k| (k.constraint.as_str(), k.failed))
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                ("fieldEquals", true),
+                ("fieldMatches", false),
+                ("rateLimit", true)
+            ]
+        );
+        let t = &report.coverage.capabilities[1];
+        assert!(!t.allowed);
+        let text = report.coverage.to_string();
+        assert!(
+            text.contains(
+                "untested: 1 of 2 capabilities never allowed, 1 of 3 constraints never failed\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("  s/t: never allowed\n"), "{text}");
+        assert!(
+            text.contains(
+                "  s/c: fieldMatches payload.tags[*] ~ /[a-z]+/ never failed  (p.cap:10:5)\n"
+            ),
+            "{text}"
+        );
+    }
+
+    type ReasonKindName = &'static str;
+
+    #[test]
+    fn the_report_ends_with_the_counts() {
+        let report = run("[case p]\nexpect deny\n[case q]\nexpect allow\n");
+        assert!(report.to_string().ends_with("\n1 passed, 1 failed"));
+    }
+}
