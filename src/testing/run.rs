@@ -79,7 +79,7 @@ pub(super) fn run_cases(
                 problem.file.clone_from(&file.name);
                 problem.line = line.number;
                 problem.case = Some(case.name.clone());
-                failure = Some(problem);
+                failure = Some(*problem);
                 break;
             }
         }
@@ -103,17 +103,19 @@ fn step_failure(message: String) -> Failure {
     }
 }
 
+fn fail(message: String) -> Box<Failure> {
+    Box::new(step_failure(message))
+}
+
 /// The request's current `skill`, for steps that default to it.
 fn skill_or_current(
     skill: Option<&String>,
     request: &Map<String, Value>,
-) -> Result<String, Failure> {
+) -> Result<String, String> {
     match (skill, request.get("skill")) {
         (Some(skill), _) => Ok(skill.clone()),
         (None, Some(Value::String(skill))) => Ok(skill.clone()),
-        _ => Err(step_failure(
-            "no skill named and the request has no `skill` string to default to".to_owned(),
-        )),
+        _ => Err("no skill named and the request has no `skill` string to default to".to_owned()),
     }
 }
 
@@ -123,10 +125,10 @@ fn run_step(
     step: &Step,
     number: usize,
     report: &mut Report,
-) -> Result<(), Failure> {
+) -> Result<(), Box<Failure>> {
     let line = match step {
-        Step::Set { target, value } => return set(request, target, value.clone()),
-        Step::Unset(target) => return unset(request, target),
+        Step::Set { target, value } => return set(request, target, value.clone()).map_err(fail),
+        Step::Unset(target) => return unset(request, target).map_err(fail),
         Step::Call { times, expect } => {
             for _ in 0..*times {
                 call(session, request, expect.as_ref(), report)?;
@@ -146,7 +148,7 @@ fn run_step(
             let mut grant = Map::new();
             grant.insert(
                 "skill".to_owned(),
-                Value::String(skill_or_current(skill.as_ref(), request)?),
+                Value::String(skill_or_current(skill.as_ref(), request).map_err(fail)?),
             );
             grant.insert("capability".to_owned(), Value::String(capability.clone()));
             if let Some(tx) = transaction {
@@ -161,16 +163,16 @@ fn run_step(
         }
         Step::Revoke(Revocation::Grant(token)) => json!({ "revoke": { "grant": token } }),
         Step::Revoke(Revocation::Skill(skill)) => {
-            json!({ "revoke": { "skill": skill_or_current(skill.as_ref(), request)? } })
+            json!({ "revoke": { "skill": skill_or_current(skill.as_ref(), request).map_err(fail)? } })
         }
         Step::Revoke(Revocation::Capability { skill, capability }) => json!({
             "revoke": {
-                "skill": skill_or_current(skill.as_ref(), request)?,
+                "skill": skill_or_current(skill.as_ref(), request).map_err(fail)?,
                 "capability": capability,
             }
         }),
         Step::Approve { skill } => {
-            json!({ "approve": { "skill": skill_or_current(skill.as_ref(), request)? } })
+            json!({ "approve": { "skill": skill_or_current(skill.as_ref(), request).map_err(fail)? } })
         }
     };
     let result = session.run_line(&line.to_string(), number);
@@ -180,7 +182,7 @@ fn run_step(
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("the step could not run");
-        return Err(step_failure(format!("the step could not run: {message}")));
+        return Err(fail(format!("the step could not run: {message}")));
     }
     Ok(())
 }
@@ -191,7 +193,7 @@ fn call(
     request: &Map<String, Value>,
     expect: Option<&Expectation>,
     report: &mut Report,
-) -> Result<(), Failure> {
+) -> Result<(), Box<Failure>> {
     let value = Value::Object(request.clone());
     let engine = session.engine();
     let decision = engine.check_value(value.clone());
@@ -202,13 +204,13 @@ fn call(
     };
     match mismatch(expect, &decision) {
         None => Ok(()),
-        Some(message) => Err(Failure {
+        Some(message) => Err(Box::new(Failure {
             expected: Some(expect.clone()),
             actual: Some(decision),
             message,
             trace,
             ..step_failure(String::new())
-        }),
+        })),
     }
 }
 
@@ -285,12 +287,12 @@ pub(super) fn mismatch(expect: &Expectation, decision: &Decision) -> Option<Stri
 
 /// Sets a request field or a member inside one, creating objects on the way; an index may
 /// replace an element or append one just past the end.
-fn set(request: &mut Map<String, Value>, target: &Target, value: Value) -> Result<(), Failure> {
+fn set(request: &mut Map<String, Value>, target: &Target, value: Value) -> Result<(), String> {
     let Some((last, path)) = target.steps.split_last() else {
         request.insert(target.field.clone(), value);
         return Ok(());
     };
-    let cannot = |why: String| step_failure(format!("cannot set `{target}`: {why}"));
+    let cannot = |why: String| format!("cannot set `{target}`: {why}");
     let root = request
         .entry(target.field.clone())
         .or_insert_with(|| Value::Object(Map::new()));
@@ -346,8 +348,8 @@ fn set(request: &mut Map<String, Value>, target: &Target, value: Value) -> Resul
 
 /// Removes a request field or a member; removing something absent is a failure (it usually
 /// means the test's defaults changed under it).
-fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), Failure> {
-    let absent = || step_failure(format!("cannot unset `{target}`: it is absent"));
+fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), String> {
+    let absent = || format!("cannot unset `{target}`: it is absent");
     let Some((last, path)) = target.steps.split_last() else {
         return request
             .shift_remove(&target.field)
