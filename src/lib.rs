@@ -12,6 +12,7 @@ pub mod runtime;
 pub mod session;
 pub mod span;
 pub mod syntax;
+pub mod testing;
 pub mod value;
 pub mod vm;
 

@@ -5,6 +5,7 @@ mod disasm;
 mod output;
 mod repl;
 mod replay;
+mod test;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +47,8 @@ enum Command {
     Disasm(disasm::DisasmArgs),
     /// Author policies interactively on a stateful engine with a simulated clock.
     Repl(repl::ReplArgs),
+    /// Run the policy tests (`.captest` files and sessions) next to the policies.
+    Test(test::TestArgs),
 }
 
 /// Parses arguments and runs the subcommand.
@@ -62,6 +65,7 @@ pub fn run() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Repl(args) => repl::run(args),
+        Command::Test(args) => test::run(args),
     };
     ExitCode::from(code)
 }
