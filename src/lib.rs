@@ -3,7 +3,9 @@
 pub mod bytecode;
 pub mod compile;
 pub mod engine;
+pub mod format;
 pub mod limits;
+pub mod lint;
 pub mod manifest;
 pub mod runtime;
 pub mod session;

@@ -1,0 +1,1 @@
+//! Review warnings (placeholder).
