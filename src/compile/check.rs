@@ -3,6 +3,7 @@
 //! Constraint-level checks happen while emitting code (`emit.rs`), where paths are resolved.
 
 use super::error::CompileError;
+use crate::syntax::error::did_you_mean;
 use crate::bytecode::program::{LifetimeSpec, SensitivityLevel};
 use crate::span::Span;
 use crate::syntax::ast::{
@@ -53,7 +54,18 @@ pub fn check_operations(
             if !all.contains(&op.node.as_str()) {
                 let help = match all.iter().find(|v| v.eq_ignore_ascii_case(&op.node)) {
                     Some(v) => format!("verbs are case-sensitive: did you mean `{v}`?"),
-                    None => format!("`{}` resources accept: {}", kind.name(), all.join(", ")),
+                    None => {
+                        let upper = op.node.to_ascii_uppercase();
+                        let lower = op.node.to_ascii_lowercase();
+                        let close = did_you_mean(&upper, all.iter().copied())
+                            .or_else(|| did_you_mean(&lower, all.iter().copied()));
+                        match close {
+                            Some(verb) => format!("did you mean `{verb}`?"),
+                            None => {
+                                format!("`{}` resources accept: {}", kind.name(), all.join(", "))
+                            }
+                        }
+                    }
                 };
                 errors.push(
                     CompileError::new(

@@ -168,3 +168,71 @@ skill "s" {
         assert!(!same_policy(&a, &c));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The bundled `.cap` policies plus the cramped example: the seeds that get mutated.
+    fn seeds() -> Vec<String> {
+        let mut seeds = vec![tests_seed()];
+        for dir in ["coding-agent-tools", "crm-writer", "email-send", "meeting-scheduler"] {
+            let path = format!("{}/policies/{dir}/{dir}.cap", env!("CARGO_MANIFEST_DIR"));
+            seeds.push(std::fs::read_to_string(path).unwrap());
+        }
+        for dir in ["crm-summarizer", "payments-transfer"] {
+            let path = format!("{}/policies/{dir}/{dir}.json", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).unwrap();
+            let file = crate::manifest::parse_manifest(FileId(0), &text).unwrap();
+            seeds.push(policy_to_cap(&file));
+        }
+        seeds
+    }
+
+    fn tests_seed() -> String {
+        "skill \"s\"{version \"1\" capability \"c\"{resource http \"https://a.example.com/{x}\" operations GET\n fieldEquals payload.k in[\"a\",\"b\"] any{fieldRange 0<payload.n<=10 not{fieldMatches payload.s ~/x\\/y/i}}}}".to_owned()
+    }
+
+    /// Re-joins a seed's tokens with the chosen separators, sometimes adding a comment.
+    fn mutate(text: &str, choices: &[u8]) -> String {
+        const SEPARATORS: [&str; 6] = [" ", "\n", "\n\n\n", "  \t ", " // added\n", "\n# added\n  "];
+        let tokens = lex::lex(text);
+        let mut out = String::new();
+        for (index, token) in tokens.iter().enumerate() {
+            if index > 0 {
+                let choice = choices.get(index % choices.len().max(1)).copied().unwrap_or(0);
+                out.push_str(SEPARATORS[usize::from(choice) % SEPARATORS.len()]);
+            }
+            out.push_str(token.text);
+            if token.kind == lex::TokenKind::Comment {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn formatting_is_idempotent_and_keeps_the_policy(
+            seed in 0usize..7,
+            choices in proptest::collection::vec(any::<u8>(), 1..64),
+        ) {
+            let seeds = seeds();
+            let original = &seeds[seed % seeds.len()];
+            let mutated = mutate(original, &choices);
+            let formatted = format_cap(&mutated).unwrap();
+            prop_assert_eq!(&format_cap(&formatted).unwrap(), &formatted);
+            let before = crate::syntax::parse(FileId(0), original).unwrap();
+            let after = crate::syntax::parse(FileId(0), &formatted).unwrap();
+            prop_assert!(same_policy(&before, &after));
+            prop_assert_eq!(
+                formatted.matches("added").count(),
+                mutated.matches("added").count(),
+                "every comment is kept"
+            );
+        }
+    }
+}
