@@ -126,12 +126,11 @@ fn handler() -> GraphicalReportHandler {
 /// One report as a miette graphical report.
 fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &Report) -> String {
     let location = sources.location(report.span);
-    let mut diagnostic = MietteDiagnostic::new(report.message.clone()).with_severity(
-        match report.severity {
+    let mut diagnostic =
+        MietteDiagnostic::new(report.message.clone()).with_severity(match report.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
-        },
-    );
+        });
     if let Some(code) = report.code {
         diagnostic = diagnostic.with_code(code);
     }
@@ -149,7 +148,7 @@ fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &
                 Some(label(report.severity).to_owned()),
                 (start, length),
             ));
-            let source = NamedSource::new(file.name.to_string(), file.text.to_string());
+            let source = NamedSource::new(&file.name, file.text.to_string());
             let report = miette::Report::new(diagnostic).with_source_code(source);
             handler.render_report(&mut out, report.as_ref())
         }
@@ -161,7 +160,11 @@ fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &
         }
     };
     if rendered.is_err() {
-        out = format!("{location}: {}: {}\n", report.severity.name(), report.message);
+        out = format!(
+            "{location}: {}: {}\n",
+            report.severity.name(),
+            report.message
+        );
     }
     out
 }
@@ -176,9 +179,9 @@ fn label(severity: Severity) -> &'static str {
 /// One report as a JSON object (one line).
 fn render_json(sources: &SourceMap, report: &Report) -> String {
     let start = sources.location(report.span);
-    let (end_line, end_column) = sources
-        .file(report.span.file)
-        .map_or((0, 0), |f| f.line_col(usize::try_from(report.span.end).unwrap_or(0)));
+    let (end_line, end_column) = sources.file(report.span.file).map_or((0, 0), |f| {
+        f.line_col(usize::try_from(report.span.end).unwrap_or(0))
+    });
     let value = serde_json::json!({
         "file": &*start.file,
         "line": start.line,

@@ -3,12 +3,12 @@
 //! Constraint-level checks happen while emitting code (`emit.rs`), where paths are resolved.
 
 use super::error::CompileError;
-use crate::syntax::error::did_you_mean;
 use crate::bytecode::program::{LifetimeSpec, SensitivityLevel};
 use crate::span::Span;
 use crate::syntax::ast::{
     Capability, Duration, Lifetime, ResourceKind, Risk, Sensitivity, Spanned,
 };
+use crate::syntax::error::did_you_mean;
 
 /// The verbs a resource kind accepts, and which are reads. `None` = any identifier (oauth).
 fn verbs(kind: ResourceKind) -> Option<(&'static [&'static str], &'static [&'static str])> {

@@ -138,7 +138,9 @@ pub(crate) fn layout(tokens: &[Token<'_>]) -> String {
         state.force_break = false;
         state.structural = false;
         match token.kind {
-            TokenKind::LBrace if context == Context::Block && opens_block(previous, before_previous) => {
+            TokenKind::LBrace
+                if context == Context::Block && opens_block(previous, before_previous) =>
+            {
                 state.line.push('{');
                 state.stack.push(Context::Block);
                 state.level += 1;
@@ -223,12 +225,13 @@ fn flat_json(tokens: &[Token<'_>]) -> Option<String> {
         if token.kind == TokenKind::Comment {
             return None;
         }
-        let tight = match (previous, token.kind) {
-            (None, _) | (_, TokenKind::Comma | TokenKind::Colon) => true,
-            (Some(TokenKind::LBracket), _) | (_, TokenKind::RBracket) => true,
-            (Some(TokenKind::LBrace), TokenKind::RBrace) => true,
-            _ => false,
-        };
+        let tight = matches!(
+            (previous, token.kind),
+            (None, _)
+                | (_, TokenKind::Comma | TokenKind::Colon | TokenKind::RBracket)
+                | (Some(TokenKind::LBracket), _)
+                | (Some(TokenKind::LBrace), TokenKind::RBrace)
+        );
         if !tight {
             text.push(' ');
         }

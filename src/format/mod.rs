@@ -145,12 +145,18 @@ skill "s" {
     fn comments_inside_json_force_one_member_per_line() {
         let text = "skill \"s\" { version \"1\" capability \"c\" { resource tool \"t\" operations call justification \"Calls the tool once per request of the user.\" payloadSchema { \"type\": \"object\" // only objects\n } } }";
         let formatted = format_cap(text).unwrap();
-        assert!(formatted.contains("payloadSchema {\n      \"type\": \"object\" // only objects\n    }\n"), "{formatted}");
+        assert!(
+            formatted
+                .contains("payloadSchema {\n      \"type\": \"object\" // only objects\n    }\n"),
+            "{formatted}"
+        );
     }
 
     #[test]
     fn invalid_text_is_refused_with_its_syntax_errors() {
-        assert!(matches!(format_cap("skill {"), Err(FormatError::Syntax(errors)) if !errors.is_empty()));
+        assert!(
+            matches!(format_cap("skill {"), Err(FormatError::Syntax(errors)) if !errors.is_empty())
+        );
     }
 
     #[test]
@@ -177,7 +183,12 @@ mod properties {
     /// The bundled `.cap` policies plus the cramped example: the seeds that get mutated.
     fn seeds() -> Vec<String> {
         let mut seeds = vec![tests_seed()];
-        for dir in ["coding-agent-tools", "crm-writer", "email-send", "meeting-scheduler"] {
+        for dir in [
+            "coding-agent-tools",
+            "crm-writer",
+            "email-send",
+            "meeting-scheduler",
+        ] {
             let path = format!("{}/policies/{dir}/{dir}.cap", env!("CARGO_MANIFEST_DIR"));
             seeds.push(std::fs::read_to_string(path).unwrap());
         }
@@ -196,12 +207,16 @@ mod properties {
 
     /// Re-joins a seed's tokens with the chosen separators, sometimes adding a comment.
     fn mutate(text: &str, choices: &[u8]) -> String {
-        const SEPARATORS: [&str; 6] = [" ", "\n", "\n\n\n", "  \t ", " // added\n", "\n# added\n  "];
+        const SEPARATORS: [&str; 6] =
+            [" ", "\n", "\n\n\n", "  \t ", " // added\n", "\n# added\n  "];
         let tokens = lex::lex(text);
         let mut out = String::new();
         for (index, token) in tokens.iter().enumerate() {
             if index > 0 {
-                let choice = choices.get(index % choices.len().max(1)).copied().unwrap_or(0);
+                let choice = choices
+                    .get(index % choices.len().max(1))
+                    .copied()
+                    .unwrap_or(0);
                 out.push_str(SEPARATORS[usize::from(choice) % SEPARATORS.len()]);
             }
             out.push_str(token.text);

@@ -131,7 +131,10 @@ fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>
             push(
                 LintCode::WildcardResource,
                 resource.span,
-                format!("capability `{name}` reaches {what} of `{}`", resource.node.locator),
+                format!(
+                    "capability `{name}` reaches {what} of `{}`",
+                    resource.node.locator
+                ),
                 "name the exact host and path segments, or bind the segment with `{name}` and constrain it",
             );
         }
@@ -307,10 +310,36 @@ fn wildcard_in(kind: ResourceKind, locator: &str) -> Option<&'static str> {
 fn boilerplate(text: &str) -> Option<&'static str> {
     const PLACEHOLDERS: [&str; 7] = ["todo", "tbd", "fixme", "xxx", "placeholder", "lorem", "tk"];
     const GENERIC: [&str; 30] = [
-        "needed", "need", "needs", "required", "require", "requires", "necessary", "for", "the",
-        "a", "to", "by", "skill", "this", "it", "is", "work", "works", "function", "functionality",
-        "access", "permission", "permissions", "capability", "tool", "api", "because", "of",
-        "and", "use",
+        "needed",
+        "need",
+        "needs",
+        "required",
+        "require",
+        "requires",
+        "necessary",
+        "for",
+        "the",
+        "a",
+        "to",
+        "by",
+        "skill",
+        "this",
+        "it",
+        "is",
+        "work",
+        "works",
+        "function",
+        "functionality",
+        "access",
+        "permission",
+        "permissions",
+        "capability",
+        "tool",
+        "api",
+        "because",
+        "of",
+        "and",
+        "use",
     ];
     let lower = text.trim().to_lowercase();
     let words: Vec<&str> = lower
@@ -354,8 +383,19 @@ fn matches_anything(pattern: &str) -> bool {
     let rest = rest.strip_suffix('?').unwrap_or(rest);
     matches!(
         rest,
-        ".*" | ".+" | "[\\s\\S]*" | "[\\s\\S]+" | "[\\S\\s]*" | "[\\S\\s]+" | "[^\\n]*" | "[^\\n]+"
-            | "\\X*" | "\\X+" | "[\\w\\W]*" | "[\\w\\W]+" | "[\\d\\D]*" | "[\\d\\D]+"
+        ".*" | ".+"
+            | "[\\s\\S]*"
+            | "[\\s\\S]+"
+            | "[\\S\\s]*"
+            | "[\\S\\s]+"
+            | "[^\\n]*"
+            | "[^\\n]+"
+            | "\\X*"
+            | "\\X+"
+            | "[\\w\\W]*"
+            | "[\\w\\W]+"
+            | "[\\d\\D]*"
+            | "[\\d\\D]+"
     )
 }
 
@@ -387,7 +427,8 @@ mod tests {
     use crate::span::FileId;
 
     fn codes(body: &str, header: &str) -> Vec<&'static str> {
-        let text = format!("skill \"s\" {{ version \"1\" {header} capability \"c\" {{ {body} }} }}");
+        let text =
+            format!("skill \"s\" {{ version \"1\" {header} capability \"c\" {{ {body} }} }}");
         let file = crate::syntax::parse(FileId(0), &text).unwrap();
         lint_policy(&file).iter().map(|l| l.code.code()).collect()
     }
@@ -396,7 +437,8 @@ mod tests {
 
     #[test]
     fn a_narrow_read_capability_has_no_warnings() {
-        let body = format!("resource http \"https://api.example.com/v1/items\" operations GET {GOOD}");
+        let body =
+            format!("resource http \"https://api.example.com/v1/items\" operations GET {GOOD}");
         assert!(codes(&body, "").is_empty());
     }
 
@@ -427,13 +469,21 @@ mod tests {
     fn process_lifetimes_and_wall_clocks_over_an_hour_are_flagged() {
         let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
         assert_eq!(codes(&format!("{base} lifetime process"), ""), ["CG003"]);
-        assert_eq!(codes(&format!("{base} lifetime wallClock 61m"), ""), ["CG003"]);
+        assert_eq!(
+            codes(&format!("{base} lifetime wallClock 61m"), ""),
+            ["CG003"]
+        );
         assert!(codes(&format!("{base} lifetime wallClock 1h"), "").is_empty());
     }
 
     #[test]
     fn short_generic_and_placeholder_justifications_are_flagged() {
-        for text in ["needed", "TODO: explain later please", "Required for the skill to work", "  "] {
+        for text in [
+            "needed",
+            "TODO: explain later please",
+            "Required for the skill to work",
+            "  ",
+        ] {
             let body = format!(
                 "resource http \"https://api.example.com/v1\" operations GET justification \"{text}\""
             );
@@ -450,8 +500,17 @@ mod tests {
             assert!(!matches_anything(pattern), "{pattern}");
         }
         let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
-        assert_eq!(codes(&format!("{base} fieldMatches payload.a ~ /.*/"), ""), ["CG005"]);
-        assert!(codes(&format!("{base} not {{ fieldMatches payload.a ~ /.*/ }}"), "").is_empty());
+        assert_eq!(
+            codes(&format!("{base} fieldMatches payload.a ~ /.*/"), ""),
+            ["CG005"]
+        );
+        assert!(
+            codes(
+                &format!("{base} not {{ fieldMatches payload.a ~ /.*/ }}"),
+                ""
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -474,6 +533,11 @@ mod tests {
     #[test]
     fn every_code_is_distinct_and_ordered() {
         let all: Vec<&str> = LintCode::ALL.iter().map(|c| c.code()).collect();
-        assert_eq!(all, ["CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008"]);
+        assert_eq!(
+            all,
+            [
+                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008"
+            ]
+        );
     }
 }
