@@ -4,7 +4,9 @@ pub mod authoring;
 pub mod bytecode;
 pub mod compile;
 pub mod engine;
+pub mod format;
 pub mod limits;
+pub mod lint;
 pub mod manifest;
 #[cfg(feature = "reference")]
 pub mod reference;

@@ -1,7 +1,11 @@
 //! The `capgate` command line: one file per subcommand, using only the library's public API.
 
 mod check;
+mod convert;
+mod diagnostics;
 mod disasm;
+mod fmt;
+mod lint;
 mod output;
 mod repl;
 mod replay;
@@ -12,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use capgate::{Limits, LoadError, LoadedPolicy, PolicyLoader};
+use capgate::{Limits, LoadedPolicy, PolicyLoader};
 
 /// Exit code: allow / success.
 pub const EXIT_OK: u8 = 0;
@@ -27,6 +31,10 @@ pub const EXIT_APPROVAL: u8 = 3;
 #[derive(Debug, Parser)]
 #[command(name = "capgate", version, about)]
 struct Cli {
+    /// How errors and warnings are printed: `human` (source snippets) or `json` (one object
+    /// per line on standard output, for editors).
+    #[arg(long, global = true, value_enum, default_value = "human")]
+    error_format: diagnostics::ErrorFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,6 +57,12 @@ enum Command {
     Repl(repl::ReplArgs),
     /// Run the policy tests (`.captest` files and sessions) next to the policies.
     Test(test::TestArgs),
+    /// Rewrite `.cap` files in the canonical layout (`--check`: only report).
+    Fmt(fmt::FmtArgs),
+    /// Print review warnings for policies.
+    Lint(lint::LintArgs),
+    /// Print a policy in its other form (`.cap` or JSON manifest).
+    Convert(convert::ConvertArgs),
 }
 
 /// Parses arguments and runs the subcommand.
@@ -60,12 +74,16 @@ pub fn run() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_INPUT } else { EXIT_OK });
         }
     };
+    diagnostics::set_error_format(cli.error_format);
     let code = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Repl(args) => repl::run(args),
         Command::Test(args) => test::run(args),
+        Command::Fmt(args) => fmt::run(args),
+        Command::Lint(args) => lint::run(args),
+        Command::Convert(args) => convert::run(args),
     };
     ExitCode::from(code)
 }
@@ -77,32 +95,7 @@ fn load_policies(paths: &[PathBuf], limits: Limits) -> Result<LoadedPolicy, u8> 
         loader.add_path(path);
     }
     loader.finish().map_err(|e| {
-        print_load_error(&e);
+        diagnostics::print_load_error(&e);
         EXIT_INPUT
     })
-}
-
-/// Prints load errors with the offending source line and a caret.
-fn print_load_error(error: &LoadError) {
-    let count = error.diagnostics.len();
-    for diagnostic in &error.diagnostics {
-        eprintln!("{}: error: {}", diagnostic.location, diagnostic.message);
-        if let Some(file) = error.sources.file(diagnostic.span.file) {
-            let line = usize::try_from(diagnostic.location.line).unwrap_or(0);
-            if let Some(text) = file.text.lines().nth(line.saturating_sub(1)) {
-                if line > 0 {
-                    let column = usize::try_from(diagnostic.location.column).unwrap_or(1);
-                    eprintln!("  {line:>4} | {text}");
-                    eprintln!("       | {}^", " ".repeat(column.saturating_sub(1)));
-                }
-            }
-        }
-        if let Some(help) = &diagnostic.help {
-            eprintln!("  help: {help}");
-        }
-    }
-    eprintln!(
-        "error: policy rejected: {count} error{}",
-        if count == 1 { "" } else { "s" }
-    );
 }

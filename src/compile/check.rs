@@ -8,6 +8,7 @@ use crate::span::Span;
 use crate::syntax::ast::{
     Capability, Duration, Lifetime, ResourceKind, Risk, Sensitivity, Spanned,
 };
+use crate::syntax::error::did_you_mean;
 
 /// The verbs a resource kind accepts, and which are reads. `None` = any identifier (oauth).
 fn verbs(kind: ResourceKind) -> Option<(&'static [&'static str], &'static [&'static str])> {
@@ -53,7 +54,18 @@ pub fn check_operations(
             if !all.contains(&op.node.as_str()) {
                 let help = match all.iter().find(|v| v.eq_ignore_ascii_case(&op.node)) {
                     Some(v) => format!("verbs are case-sensitive: did you mean `{v}`?"),
-                    None => format!("`{}` resources accept: {}", kind.name(), all.join(", ")),
+                    None => {
+                        let upper = op.node.to_ascii_uppercase();
+                        let lower = op.node.to_ascii_lowercase();
+                        let close = did_you_mean(&upper, all.iter().copied())
+                            .or_else(|| did_you_mean(&lower, all.iter().copied()));
+                        match close {
+                            Some(verb) => format!("did you mean `{verb}`?"),
+                            None => {
+                                format!("`{}` resources accept: {}", kind.name(), all.join(", "))
+                            }
+                        }
+                    }
                 };
                 errors.push(
                     CompileError::new(

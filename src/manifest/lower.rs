@@ -266,15 +266,23 @@ impl Lowerer<'_> {
                 } else {
                     node.span
                 };
+                // A misspelled root (`payloads.x`) gets a "did you mean" instead of the grammar.
+                let root: String = text
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$'))
+                    .collect();
+                let help = match did_you_mean(&root, &crate::value::Root::ALL.map(|r| r.name())) {
+                    Some(best) if error.offset == 0 => format!("did you mean `{best}`?"),
+                    _ => "a path is a root (payload, agent, context, resource, request) followed \
+                          by `.name`, `[\"key\"]`, `[3]` or `[*]`"
+                        .to_owned(),
+                };
                 self.push(
                     ManifestError::new(
                         span,
                         format!("invalid path `{}`: {}", text.escape_debug(), error.reason),
                     )
-                    .with_help(
-                        "a path is a root (payload, agent, context, resource, request) followed \
-                         by `.name`, `[\"key\"]`, `[3]` or `[*]`",
-                    ),
+                    .with_help(help),
                 );
                 None
             }

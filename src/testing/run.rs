@@ -352,7 +352,7 @@ fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), String
     let absent = || format!("cannot unset `{target}`: it is absent");
     let Some((last, path)) = target.steps.split_last() else {
         return request
-            .shift_remove(&target.field)
+            .remove(&target.field)
             .map(drop)
             .ok_or_else(absent);
     };
@@ -366,7 +366,7 @@ fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), String
     }
     match (last, node) {
         (Key::Member(name), Value::Object(map)) => {
-            map.shift_remove(name).map(drop).ok_or_else(absent)
+            map.remove(name).map(drop).ok_or_else(absent)
         }
         (Key::Index(index), Value::Array(items)) if *index < items.len() => {
             items.remove(*index);

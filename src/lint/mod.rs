@@ -1,0 +1,543 @@
+//! Review warnings for policies that compile but deserve a second look.
+//!
+//! [`lint_policy`] walks a parsed [`PolicyFile`] and returns one [`Lint`] per finding, each with a
+//! stable [`LintCode`] (`CG001`…), the span it points at, a one-line message and a help line.
+//! The rules come from the review guidance of the capability-manifest article (SPEC's seed
+//! `001`): wildcard resources, unconstrained writes, long lifetimes, boilerplate
+//! justifications, regexes that accept anything, capabilities granting every verb, write
+//! capabilities without a declared risk, and `optional` under `not`. `docs/lints.md` lists each
+//! rule with an example and the fix.
+//!
+//! Lints never change what a policy allows; a policy with warnings loads and runs unchanged.
+
+use crate::compile::is_read_verb;
+use crate::span::Span;
+use crate::syntax::ast::{
+    Capability, Constraint, ConstraintKind, Duration, Lifetime, PolicyFile, ResourceKind, Skill,
+};
+
+/// The review rules, each with a stable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LintCode {
+    /// CG001: a resource with `*`, `**` or a `*.` host.
+    WildcardResource,
+    /// CG002: a write capability with no `payloadSchema` and no field constraint.
+    UnconstrainedWrite,
+    /// CG003: `lifetime process` or a `wallClock` lifetime longer than one hour.
+    LongLifetime,
+    /// CG004: a justification that is blank, very short, or a placeholder.
+    BoilerplateJustification,
+    /// CG005: a `fieldMatches` regex that accepts any string.
+    MatchAnythingRegex,
+    /// CG006: every verb of the resource kind is granted.
+    EveryVerb,
+    /// CG007: a write capability on a skill that declares no `risk`.
+    WriteWithoutRisk,
+    /// CG008: `optional` inside `not`, which inverts it.
+    OptionalInsideNot,
+}
+
+impl LintCode {
+    /// Every lint, in code order.
+    pub const ALL: [LintCode; 8] = [
+        LintCode::WildcardResource,
+        LintCode::UnconstrainedWrite,
+        LintCode::LongLifetime,
+        LintCode::BoilerplateJustification,
+        LintCode::MatchAnythingRegex,
+        LintCode::EveryVerb,
+        LintCode::WriteWithoutRisk,
+        LintCode::OptionalInsideNot,
+    ];
+
+    /// The stable code, `CG001`…`CG008`.
+    pub fn code(self) -> &'static str {
+        match self {
+            LintCode::WildcardResource => "CG001",
+            LintCode::UnconstrainedWrite => "CG002",
+            LintCode::LongLifetime => "CG003",
+            LintCode::BoilerplateJustification => "CG004",
+            LintCode::MatchAnythingRegex => "CG005",
+            LintCode::EveryVerb => "CG006",
+            LintCode::WriteWithoutRisk => "CG007",
+            LintCode::OptionalInsideNot => "CG008",
+        }
+    }
+
+    /// A short kebab-case name (`wildcard-resource`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LintCode::WildcardResource => "wildcard-resource",
+            LintCode::UnconstrainedWrite => "unconstrained-write",
+            LintCode::LongLifetime => "long-lifetime",
+            LintCode::BoilerplateJustification => "boilerplate-justification",
+            LintCode::MatchAnythingRegex => "match-anything-regex",
+            LintCode::EveryVerb => "every-verb",
+            LintCode::WriteWithoutRisk => "write-without-risk",
+            LintCode::OptionalInsideNot => "optional-inside-not",
+        }
+    }
+}
+
+/// One review warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lint {
+    /// Which rule.
+    pub code: LintCode,
+    /// What it points at.
+    pub span: Span,
+    /// One line, lowercase.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+/// The verbs of the kinds that have more than one, for [`LintCode::EveryVerb`] (SPEC §2.2).
+const HTTP_VERBS: [&str; 8] = [
+    "GET", "HEAD", "OPTIONS", "LIST", "POST", "PUT", "PATCH", "DELETE",
+];
+const DB_VERBS: [&str; 4] = ["SELECT", "INSERT", "UPDATE", "DELETE"];
+
+/// The longest `wallClock` lifetime that is not flagged.
+const LONGEST_QUIET_LIFETIME: Duration = Duration::HOUR;
+
+/// Fewer characters than this make a justification too short to review.
+const SHORTEST_JUSTIFICATION: usize = 20;
+
+/// Every review warning for a policy file, in source order within each capability.
+pub fn lint_policy(file: &PolicyFile) -> Vec<Lint> {
+    let mut lints = Vec::new();
+    for skill in &file.skills {
+        for capability in &skill.capabilities {
+            lint_capability(skill, capability, &mut lints);
+        }
+    }
+    lints
+}
+
+fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>) {
+    let name = &capability.name.node;
+    let mut push = |code: LintCode, span: Span, message: String, help: &str| {
+        lints.push(Lint {
+            code,
+            span,
+            message,
+            help: help.to_owned(),
+        });
+    };
+    let kind = capability.resource.as_ref().map(|r| r.node.kind);
+    if let Some(resource) = &capability.resource {
+        if let Some(what) = wildcard_in(resource.node.kind, &resource.node.locator) {
+            push(
+                LintCode::WildcardResource,
+                resource.span,
+                format!(
+                    "capability `{name}` reaches {what} of `{}`",
+                    resource.node.locator
+                ),
+                "name the exact host and path segments, or bind the segment with `{name}` and constrain it",
+            );
+        }
+    }
+    let write_verb = kind.and_then(|kind| {
+        capability
+            .operations
+            .iter()
+            .find(|op| !is_read_verb(kind, &op.node))
+    });
+    let operations_span = capability.operations_span.unwrap_or(capability.name.span);
+    if let Some(verb) = write_verb {
+        let constrained = capability.constraints.iter().any(constrains_fields);
+        if !constrained {
+            push(
+                LintCode::UnconstrainedWrite,
+                operations_span,
+                format!(
+                    "capability `{name}` grants the write verb `{}` with no payloadSchema and no field constraint",
+                    verb.node
+                ),
+                "add a `payloadSchema` or field constraints that pin down what may be written",
+            );
+        }
+        if skill.risk.is_none() && capability.risk.is_none() {
+            push(
+                LintCode::WriteWithoutRisk,
+                operations_span,
+                format!(
+                    "capability `{name}` grants the write verb `{}` but skill `{}` declares no risk",
+                    verb.node, skill.name.node
+                ),
+                "declare `risk low|medium|high|critical` on the skill or the capability",
+            );
+        }
+    }
+    if let Some(lifetime) = &capability.lifetime {
+        match lifetime.node {
+            Lifetime::Process => push(
+                LintCode::LongLifetime,
+                lifetime.span,
+                format!("capability `{name}` lives for the whole process"),
+                "prefer `lifetime call`, `transaction` or a short `wallClock`; grants that never expire accumulate",
+            ),
+            Lifetime::WallClock { duration, .. } if duration > LONGEST_QUIET_LIFETIME => push(
+                LintCode::LongLifetime,
+                lifetime.span,
+                format!(
+                    "capability `{name}` lives for `{}`, longer than one hour",
+                    crate::syntax::units::format_duration(duration)
+                ),
+                "shorten the lifetime, or make it `renewable` with a shorter duration",
+            ),
+            _ => {}
+        }
+    }
+    if let Some(justification) = &capability.justification {
+        if let Some(why) = boilerplate(&justification.node) {
+            push(
+                LintCode::BoilerplateJustification,
+                justification.span,
+                format!("the justification of capability `{name}` {why}"),
+                "say what the skill does with this capability and why it needs exactly this much",
+            );
+        }
+    }
+    if let (Some(all), Some(span)) = (kind.and_then(every_verb_list), capability.operations_span) {
+        let granted = |verb: &&str| capability.operations.iter().any(|op| op.node == **verb);
+        if all.iter().all(granted) {
+            let kind_name = kind.map_or("", ResourceKind::name);
+            push(
+                LintCode::EveryVerb,
+                span,
+                format!("capability `{name}` grants every `{kind_name}` verb"),
+                "grant only the verbs the skill uses; split reads and writes into separate capabilities",
+            );
+        }
+    }
+    for constraint in &capability.constraints {
+        walk(constraint, false, &mut |constraint, negated| {
+            if let ConstraintKind::FieldMatches { pattern, .. } = &constraint.kind {
+                if !negated && matches_anything(&pattern.node) {
+                    lints.push(Lint {
+                        code: LintCode::MatchAnythingRegex,
+                        span: pattern.span,
+                        message: format!(
+                            "the regex `{}` in capability `{name}` accepts any string",
+                            pattern.node
+                        ),
+                        help: "write the shape the value must have; to require a string, use a payloadSchema `type`"
+                            .to_owned(),
+                    });
+                }
+            }
+            if constraint.optional && negated {
+                lints.push(Lint {
+                    code: LintCode::OptionalInsideNot,
+                    span: constraint.span,
+                    message: format!(
+                        "`optional {}` inside `not` fails when the value is absent",
+                        constraint.kind.name()
+                    ),
+                    help: "`optional` makes the inner constraint hold when the path is absent, so `not` denies; move `optional` out or test presence explicitly"
+                        .to_owned(),
+                });
+            }
+        });
+    }
+}
+
+/// Visits a constraint and everything nested in it; `negated` is true under an odd number of
+/// `not`s.
+fn walk(constraint: &Constraint, negated: bool, visit: &mut impl FnMut(&Constraint, bool)) {
+    visit(constraint, negated);
+    match &constraint.kind {
+        ConstraintKind::Any(items) | ConstraintKind::All(items) => {
+            for item in items {
+                walk(item, negated, visit);
+            }
+        }
+        ConstraintKind::Not(inner) => walk(inner, !negated, visit),
+        _ => {}
+    }
+}
+
+/// True when a constraint (or one nested in it) checks the payload's shape or a field.
+fn constrains_fields(constraint: &Constraint) -> bool {
+    match &constraint.kind {
+        ConstraintKind::FieldEquals { .. }
+        | ConstraintKind::FieldMatches { .. }
+        | ConstraintKind::FieldRange { .. }
+        | ConstraintKind::PayloadSchema(_)
+        | ConstraintKind::ActorBinding { .. } => true,
+        ConstraintKind::Any(items) | ConstraintKind::All(items) => {
+            items.iter().any(constrains_fields)
+        }
+        ConstraintKind::Not(inner) => constrains_fields(inner),
+        ConstraintKind::RateLimit(_) | ConstraintKind::WallClockWindow(_) => false,
+    }
+}
+
+fn every_verb_list(kind: ResourceKind) -> Option<&'static [&'static str]> {
+    match kind {
+        ResourceKind::Http => Some(&HTTP_VERBS),
+        ResourceKind::Db => Some(&DB_VERBS),
+        _ => None,
+    }
+}
+
+/// What is wild about a locator, if anything: a `*.` host, a `*` segment or a `**` tail.
+fn wildcard_in(kind: ResourceKind, locator: &str) -> Option<&'static str> {
+    let path = if kind == ResourceKind::Http {
+        let after_scheme = locator.split_once("://").map_or(locator, |(_, rest)| rest);
+        let (host, path) = after_scheme.split_once('/').unwrap_or((after_scheme, ""));
+        if host.starts_with("*.") || host == "*" {
+            return Some("every subdomain");
+        }
+        path.split_once('?').map_or(path, |(path, _)| path)
+    } else {
+        locator
+    };
+    let segments: Vec<&str> = path.split('/').collect();
+    if segments.contains(&"**") {
+        Some("every path under a prefix")
+    } else if segments.contains(&"*") {
+        Some("any value of a path segment")
+    } else {
+        None
+    }
+}
+
+/// Why a justification reads as boilerplate, if it does.
+fn boilerplate(text: &str) -> Option<&'static str> {
+    const PLACEHOLDERS: [&str; 7] = ["todo", "tbd", "fixme", "xxx", "placeholder", "lorem", "tk"];
+    const GENERIC: [&str; 30] = [
+        "needed",
+        "need",
+        "needs",
+        "required",
+        "require",
+        "requires",
+        "necessary",
+        "for",
+        "the",
+        "a",
+        "to",
+        "by",
+        "skill",
+        "this",
+        "it",
+        "is",
+        "work",
+        "works",
+        "function",
+        "functionality",
+        "access",
+        "permission",
+        "permissions",
+        "capability",
+        "tool",
+        "api",
+        "because",
+        "of",
+        "and",
+        "use",
+    ];
+    let lower = text.trim().to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.iter().any(|w| PLACEHOLDERS.contains(w)) {
+        Some("is a placeholder")
+    } else if lower.chars().count() < SHORTEST_JUSTIFICATION {
+        Some("is too short to tell a reviewer why")
+    } else if words.iter().all(|w| GENERIC.contains(w)) {
+        Some("says only that the capability is needed")
+    } else {
+        None
+    }
+}
+
+/// True for regexes that accept every string (or every non-empty one) once wrapped whole:
+/// `.*`, `.+`, `(?s).*`, `[\s\S]*`, `^(.*)$` and the like.
+fn matches_anything(pattern: &str) -> bool {
+    let mut rest = pattern.trim();
+    loop {
+        let before = rest;
+        rest = rest.strip_prefix("(?s)").unwrap_or(rest);
+        rest = rest.strip_prefix('^').unwrap_or(rest);
+        if rest.ends_with('$') && !rest.ends_with("\\$") {
+            rest = rest.strip_suffix('$').unwrap_or(rest);
+        }
+        for open in ["(?:", "(?s:", "("] {
+            if let Some(inner) = rest.strip_prefix(open).and_then(|r| r.strip_suffix(')')) {
+                if balanced(inner) {
+                    rest = inner;
+                    break;
+                }
+            }
+        }
+        if rest == before {
+            break;
+        }
+    }
+    let rest = rest.strip_suffix('?').unwrap_or(rest);
+    matches!(
+        rest,
+        ".*" | ".+"
+            | "[\\s\\S]*"
+            | "[\\s\\S]+"
+            | "[\\S\\s]*"
+            | "[\\S\\s]+"
+            | "[^\\n]*"
+            | "[^\\n]+"
+            | "\\X*"
+            | "\\X+"
+            | "[\\w\\W]*"
+            | "[\\w\\W]+"
+            | "[\\d\\D]*"
+            | "[\\d\\D]+"
+    )
+}
+
+/// True when every `(` in `text` is closed inside it (escapes honoured).
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::FileId;
+
+    fn codes(body: &str, header: &str) -> Vec<&'static str> {
+        let text =
+            format!("skill \"s\" {{ version \"1\" {header} capability \"c\" {{ {body} }} }}");
+        let file = crate::syntax::parse(FileId(0), &text).unwrap();
+        lint_policy(&file).iter().map(|l| l.code.code()).collect()
+    }
+
+    const GOOD: &str = "justification \"Reads the records of the current organization.\"";
+
+    #[test]
+    fn a_narrow_read_capability_has_no_warnings() {
+        let body =
+            format!("resource http \"https://api.example.com/v1/items\" operations GET {GOOD}");
+        assert!(codes(&body, "").is_empty());
+    }
+
+    #[test]
+    fn wildcard_hosts_segments_and_tails_are_flagged() {
+        for locator in [
+            "https://*.example.com/v1",
+            "https://api.example.com/*/items",
+            "https://api.example.com/v1/**",
+        ] {
+            let body = format!("resource http \"{locator}\" operations GET {GOOD}");
+            assert_eq!(codes(&body, ""), ["CG001"], "{locator}");
+        }
+        let body = format!("resource db \"crm/*/records\" operations SELECT {GOOD}");
+        assert_eq!(codes(&body, ""), ["CG001"]);
+    }
+
+    #[test]
+    fn a_write_without_schema_or_fields_and_without_risk_is_flagged_twice() {
+        let body = format!("resource http \"https://api.example.com/v1\" operations POST {GOOD}");
+        assert_eq!(codes(&body, ""), ["CG002", "CG007"]);
+        assert_eq!(codes(&body, "risk low"), ["CG002"]);
+        let body = format!("{body} fieldEquals payload.kind == \"a\"");
+        assert_eq!(codes(&body, "risk low"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn process_lifetimes_and_wall_clocks_over_an_hour_are_flagged() {
+        let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
+        assert_eq!(codes(&format!("{base} lifetime process"), ""), ["CG003"]);
+        assert_eq!(
+            codes(&format!("{base} lifetime wallClock 61m"), ""),
+            ["CG003"]
+        );
+        assert!(codes(&format!("{base} lifetime wallClock 1h"), "").is_empty());
+    }
+
+    #[test]
+    fn short_generic_and_placeholder_justifications_are_flagged() {
+        for text in [
+            "needed",
+            "TODO: explain later please",
+            "Required for the skill to work",
+            "  ",
+        ] {
+            let body = format!(
+                "resource http \"https://api.example.com/v1\" operations GET justification \"{text}\""
+            );
+            assert_eq!(codes(&body, ""), ["CG004"], "{text}");
+        }
+    }
+
+    #[test]
+    fn match_anything_regexes_are_flagged_outside_not_only() {
+        for pattern in [".*", ".+", "^(.*)$", "(?s).*", "(?:.*?)", "[\\s\\S]*"] {
+            assert!(matches_anything(pattern), "{pattern}");
+        }
+        for pattern in ["a.*", ".*@example\\.com", "(.*)(x)", ".*\\$"] {
+            assert!(!matches_anything(pattern), "{pattern}");
+        }
+        let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
+        assert_eq!(
+            codes(&format!("{base} fieldMatches payload.a ~ /.*/"), ""),
+            ["CG005"]
+        );
+        assert!(
+            codes(
+                &format!("{base} not {{ fieldMatches payload.a ~ /.*/ }}"),
+                ""
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn granting_every_verb_of_a_kind_is_flagged() {
+        let body = format!(
+            "resource db \"crm/acme/records\" operations SELECT, INSERT, UPDATE, DELETE {GOOD} fieldEquals payload.a == 1"
+        );
+        assert_eq!(codes(&body, "risk high"), ["CG006"]);
+    }
+
+    #[test]
+    fn optional_under_an_odd_number_of_nots_is_flagged() {
+        let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
+        let inside = format!("{base} not {{ optional fieldEquals payload.a == 1 }}");
+        assert_eq!(codes(&inside, ""), ["CG008"]);
+        let double = format!("{base} not {{ not {{ optional fieldEquals payload.a == 1 }} }}");
+        assert!(codes(&double, "").is_empty());
+    }
+
+    #[test]
+    fn every_code_is_distinct_and_ordered() {
+        let all: Vec<&str> = LintCode::ALL.iter().map(|c| c.code()).collect();
+        assert_eq!(
+            all,
+            [
+                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008"
+            ]
+        );
+    }
+}
