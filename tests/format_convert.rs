@@ -195,3 +195,26 @@ proptest! {
         prop_assert!(verdicts_agree(&original, &converted, &call).is_ok(), "{:?}", verdicts_agree(&original, &converted, &call));
     }
 }
+
+/// The bundled policies are kept in the canonical layout (`capgate fmt --check policies` passes).
+#[test]
+fn bundled_policies_are_formatted() {
+    let mut files = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from("policies")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "cap") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let formatted = capgate::format::format_cap(&text).unwrap();
+        assert_eq!(formatted, text, "{} is not formatted", file.display());
+    }
+}

@@ -351,10 +351,7 @@ fn set(request: &mut Map<String, Value>, target: &Target, value: Value) -> Resul
 fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), String> {
     let absent = || format!("cannot unset `{target}`: it is absent");
     let Some((last, path)) = target.steps.split_last() else {
-        return request
-            .remove(&target.field)
-            .map(drop)
-            .ok_or_else(absent);
+        return request.remove(&target.field).map(drop).ok_or_else(absent);
     };
     let mut node = request.get_mut(&target.field).ok_or_else(absent)?;
     for key in path {
@@ -365,9 +362,7 @@ fn unset(request: &mut Map<String, Value>, target: &Target) -> Result<(), String
         };
     }
     match (last, node) {
-        (Key::Member(name), Value::Object(map)) => {
-            map.remove(name).map(drop).ok_or_else(absent)
-        }
+        (Key::Member(name), Value::Object(map)) => map.remove(name).map(drop).ok_or_else(absent),
         (Key::Index(index), Value::Array(items)) if *index < items.len() => {
             items.remove(*index);
             Ok(())
