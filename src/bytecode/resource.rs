@@ -360,16 +360,24 @@ pub(crate) fn check_host(host: &str) -> Result<(), HostProblem> {
             Err(HostProblem::Invalid)
         };
     }
-    let label_ok = |label: &str| {
-        !label.is_empty()
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    };
-    if host.split('.').all(label_ok) {
-        Ok(())
-    } else {
+    // Labels of `[A-Za-z0-9_-]`, separated by single dots, none empty: one pass over the bytes.
+    let mut label_len = 0usize;
+    for b in host.bytes() {
+        if b == b'.' {
+            if label_len == 0 {
+                return Err(HostProblem::Invalid);
+            }
+            label_len = 0;
+        } else if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+            label_len += 1;
+        } else {
+            return Err(HostProblem::Invalid);
+        }
+    }
+    if label_len == 0 {
         Err(HostProblem::Invalid)
+    } else {
+        Ok(())
     }
 }
 

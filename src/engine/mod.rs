@@ -33,11 +33,37 @@ use crate::span::SourceMap;
 /// Every compiled revision of every skill, by (name, revision).
 type RevisionHistory = HashMap<(Arc<str>, u64), Arc<CompiledSkill>>;
 
+/// FNV-1a: a fast hash for the skill index. Its keys come from the loaded policies (trusted),
+/// so the flooding resistance of SipHash buys nothing there; lookups by a request's skill name
+/// only read the table.
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+
 /// The loaded skills, indexed by name for O(1) lookup.
 #[derive(Debug)]
 pub struct PolicySet {
     skills: Vec<Arc<CompiledSkill>>,
-    by_name: HashMap<Arc<str>, usize>,
+    by_name: HashMap<Arc<str>, usize, FnvBuild>,
     sources: SourceMap,
 }
 

@@ -259,6 +259,9 @@ pub struct RequestResource<'a> {
     /// `/`-separated segments; for http the path without its leading `/` (`""` for the root).
     path: &'a str,
     query: Option<&'a str>,
+    /// No byte of the resource is an escape or anything a deny rule looks for, so segments
+    /// compare as they are, without percent-decoding.
+    plain: bool,
 }
 
 const NON_HTTP_KINDS: [ResourceKind; 5] = [
@@ -325,6 +328,7 @@ impl<'a> RequestResource<'a> {
             origin,
             path,
             query,
+            plain,
         })
     }
 
@@ -642,7 +646,7 @@ impl ResourcePattern {
         bindings.reset(self.bindings().len());
         let matched = self.kind() == request.kind
             && self.origin_matches(request)
-            && self.path_matches(request.path, bindings);
+            && self.path_matches(request.path, request.plain, bindings);
         if !matched {
             bindings.clear();
         }
@@ -661,15 +665,20 @@ impl ResourcePattern {
         }
     }
 
-    fn path_matches<'a>(&self, path: &'a str, bindings: &mut Bindings<'a>) -> bool {
+    fn path_matches<'a>(&self, path: &'a str, plain: bool, bindings: &mut Bindings<'a>) -> bool {
         let mut segments = path.split('/');
         for pattern in self.segments() {
             let Some(segment) = segments.next() else {
                 return false;
             };
             let ok = match pattern {
+                // A plain request has no escapes: its segments are their own decoding.
+                SegmentPattern::Literal(literal) if plain => segment == literal,
                 SegmentPattern::Literal(literal) => percent::decoded_eq(segment, false, literal),
                 SegmentPattern::Any => !segment.is_empty(),
+                SegmentPattern::Bind(slot) if plain => {
+                    !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
+                }
                 SegmentPattern::Bind(slot) => {
                     !segment.is_empty()
                         && percent::decode(segment, false)

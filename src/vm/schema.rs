@@ -570,10 +570,18 @@ impl<R: Report> Eval<'_, R> {
                 );
             }
         }
-        let checks_members = !schema.properties.is_empty()
-            || !schema.pattern_properties.is_empty()
-            || schema.additional_properties.is_some();
-        if checks_members {
+        let only_named =
+            schema.pattern_properties.is_empty() && schema.additional_properties.is_none();
+        if only_named {
+            // Only `properties` applies: look each named property up instead of walking every
+            // member of the instance (a payload usually has many more members than the schema
+            // names). Both lists are in name order, so violations come in the same order.
+            for (name, id) in &schema.properties {
+                if let Some(value) = members.get(name) {
+                    require!(self.descend("properties", *id, Step::Key(name), value, depth));
+                }
+            }
+        } else {
             for (name, value) in members {
                 let mut matched = false;
                 if let Some(id) = schema.property(name) {
