@@ -471,8 +471,8 @@ fn test<S: Sink>(
                     format!("the time is inside {}", window.describe())
                 } else {
                     format!(
-                        "the time {} is outside {}",
-                        input.now.to_rfc3339(),
+                        "the time is {}, outside {}",
+                        window.describe_instant(input.now),
                         window.describe()
                     )
                 };
