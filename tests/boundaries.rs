@@ -1,6 +1,11 @@
 //! Boundary cases at the engine level that the other suites do not pin one by one: Unicode
 //! normalisation, odd keys in paths, arrays at the scan limit, code-point lengths.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use capgate::{Decision, Engine, Limits, PolicyFormat, PolicyLoader, Request, Verdict};
 use serde_json::{Value, json};
@@ -36,7 +41,10 @@ fn nfc_and_nfd_spellings_are_different_strings() {
     // "é" precomposed (NFC, U+00E9) versus "e" + combining acute (NFD, U+0065 U+0301): capgate
     // compares strings byte for byte and does not normalise (docs/semantics.md).
     let engine = engine("fieldEquals payload.name == \"caf\\u00e9\"");
-    assert_eq!(decide(&engine, json!({"name": "caf\u{e9}"})).decision, Verdict::Allow);
+    assert_eq!(
+        decide(&engine, json!({"name": "caf\u{e9}"})).decision,
+        Verdict::Allow
+    );
     let denied = decide(&engine, json!({"name": "cafe\u{301}"}));
     assert_eq!(denied.decision, Verdict::Deny);
     assert_eq!(denied.reasons[0].constraint.as_str(), "fieldEquals");
@@ -75,16 +83,28 @@ fn wildcards_scan_arrays_up_to_the_limit_and_deny_one_past_it() {
 fn schema_string_lengths_count_code_points_not_bytes() {
     let engine = engine(r#"payloadSchema { "properties": { "s": { "maxLength": 2 } } }"#);
     // Two code points, eight bytes.
-    assert_eq!(decide(&engine, json!({"s": "😀😀"})).decision, Verdict::Allow);
-    assert_eq!(decide(&engine, json!({"s": "😀😀😀"})).decision, Verdict::Deny);
+    assert_eq!(
+        decide(&engine, json!({"s": "😀😀"})).decision,
+        Verdict::Allow
+    );
+    assert_eq!(
+        decide(&engine, json!({"s": "😀😀😀"})).decision,
+        Verdict::Deny
+    );
 }
 
 #[test]
 fn case_insensitive_regexes_fold_unicode_case() {
     let engine = engine("fieldMatches payload.city ~ /zürich/i");
-    assert_eq!(decide(&engine, json!({"city": "ZÜRICH"})).decision, Verdict::Allow);
+    assert_eq!(
+        decide(&engine, json!({"city": "ZÜRICH"})).decision,
+        Verdict::Allow
+    );
     // Whole-value match: a longer string does not match.
-    assert_eq!(decide(&engine, json!({"city": "Zürich!"})).decision, Verdict::Deny);
+    assert_eq!(
+        decide(&engine, json!({"city": "Zürich!"})).decision,
+        Verdict::Deny
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value};
 
 use crate::limits::Limits;
@@ -42,7 +43,11 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<String>,
     /// The agent's autonomy score, 0..=100; absent means 0.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict_optional_value"
+    )]
     pub autonomy: Option<Value>,
     /// The call's time; honoured only by an engine with a simulated clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,12 +125,19 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            RequestError::Malformed(format!("invalid UTF-8 at byte {}", e.valid_up_to()))
-        })?;
-        let value = parse_json_with_depth(text, limits.max_payload_depth + PARSE_HEADROOM)
-            .map_err(RequestError::Malformed)?;
-        Request::from_value(value, limits)
+        // One pass from bytes to `Request`: serde_json's fixed recursion limit (which would count
+        // the request object around the payload) is lifted, and every field that can nest
+        // (payload, agent, context, autonomy) is read by `StrictValue` with a depth budget, so the
+        // parser's recursion stays bounded whatever the input.
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        deserializer.disable_recursion_limit();
+        let parsed = with_depth_budget(limits.max_payload_depth + PARSE_HEADROOM, || {
+            Request::deserialize(&mut deserializer)
+                .and_then(|request| deserializer.end().map(|()| request))
+        });
+        let request = parsed.map_err(|e| RequestError::Malformed(e.to_string()))?;
+        request.check_depth(limits)?;
+        Ok(request)
     }
 
     /// Parses a request from an already-parsed JSON value (e.g. a session line), with the same
@@ -195,13 +207,36 @@ pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, Stri
     Ok(value)
 }
 
+thread_local! {
+    /// The nesting budget of the request being parsed on this thread (see `from_slice`).
+    static DEPTH_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// Runs `parse` with `budget` as the nesting budget of the request's JSON fields.
+fn with_depth_budget<T>(budget: usize, parse: impl FnOnce() -> T) -> T {
+    let previous = DEPTH_BUDGET.with(|b| b.replace(budget));
+    let result = parse();
+    DEPTH_BUDGET.with(|b| b.set(previous));
+    result
+}
+
 fn strict_value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
-    // Values reaching here were already bounded by `parse_json_with_depth` or are built in
-    // memory by the embedder; the depth check of `Request::check_depth` still applies.
+    // From bytes, the budget bounds the parser's recursion; from an in-memory `Value` (already
+    // bounded by whoever built it) it is unlimited. `Request::check_depth` applies either way.
     StrictValue {
-        depth_left: usize::MAX,
+        depth_left: DEPTH_BUDGET.with(std::cell::Cell::get),
     }
     .deserialize(deserializer)
+}
+
+fn strict_optional_value<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Value>, D::Error> {
+    // `null` reads as absent, like serde's own `Option`.
+    strict_value(deserializer).map(|value| match value {
+        Value::Null => None,
+        other => Some(other),
+    })
 }
 
 /// A `Value` seed that rejects duplicate keys and nesting deeper than `depth_left`.
@@ -336,16 +371,35 @@ mod tests {
         assert_eq!(request.payload, Value::Null);
     }
 
+    fn nested(depth: usize) -> String {
+        let payload = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{payload}}}"#)
+    }
+
     #[test]
-    fn deep_payloads_are_rejected_without_overflow() {
-        let deep = format!("{}{}", "[".repeat(129), "]".repeat(129));
-        let text =
-            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{deep}}}"#);
-        assert!(parse(&text).is_err());
-        let ok = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        let text =
-            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{ok}}}"#);
-        assert!(parse(&text).is_ok());
+    fn payloads_at_the_depth_limit_parse_and_one_deeper_are_too_deep() {
+        assert!(parse(&nested(128)).is_ok());
+        assert!(matches!(
+            parse(&nested(129)),
+            Err(RequestError::TooDeep {
+                field: "payload",
+                limit: 128
+            })
+        ));
+    }
+
+    #[test]
+    fn deep_nesting_in_any_field_is_refused_without_overflowing_the_stack() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        for field in [
+            "payload", "autonomy", "agent", "context", "unknown", "skill",
+        ] {
+            let text = format!(
+                r#"{{"skill":"s","operation":"GET","resource":"tool:x","{field}":{deep}}}"#
+            );
+            let error = parse(&text).unwrap_err();
+            assert!(!error.is_limit() || field != "unknown", "{field}: {error}");
+        }
     }
 
     #[test]
