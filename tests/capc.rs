@@ -51,7 +51,7 @@ fn body_offset(bytes: &[u8]) -> usize {
 }
 
 /// Rewrites the header's length and checksum to match the body, so a mutation reaches the decoder.
-fn reseal(bytes: &mut Vec<u8>) {
+fn reseal(bytes: &mut [u8]) {
     let offset = body_offset(bytes);
     if bytes.len() < offset {
         return;
@@ -117,8 +117,22 @@ fn decoded_skills_keep_identity_gating_and_programs() {
     assert_eq!(source.skills.len(), decoded.skills.len());
     for (a, b) in source.skills.iter().zip(&decoded.skills) {
         assert_eq!(
-            (&a.name, &a.version, &a.hash, &a.signer, &a.location, a.revision),
-            (&b.name, &b.version, &b.hash, &b.signer, &b.location, b.revision)
+            (
+                &a.name,
+                &a.version,
+                &a.hash,
+                &a.signer,
+                &a.location,
+                a.revision
+            ),
+            (
+                &b.name,
+                &b.version,
+                &b.hash,
+                &b.signer,
+                &b.location,
+                b.revision
+            )
         );
         for (x, y) in a.capabilities.iter().zip(&b.capabilities) {
             assert_eq!(x.name, y.name);
@@ -169,7 +183,10 @@ fn json_numbers_keep_their_integer_or_float_form() {
 #[test]
 fn a_file_without_the_magic_bytes_is_not_capc() {
     assert_eq!(load_bytes(b"").unwrap_err(), CapcError::BadMagic);
-    assert_eq!(load_bytes(b"skill \"x\" {}").unwrap_err(), CapcError::BadMagic);
+    assert_eq!(
+        load_bytes(b"skill \"x\" {}").unwrap_err(),
+        CapcError::BadMagic
+    );
     let mut bytes = policies_capc();
     bytes[1] = b'X';
     assert_eq!(load_bytes(&bytes).unwrap_err(), CapcError::BadMagic);
@@ -336,7 +353,9 @@ fn a_skill_in_both_a_capc_file_and_a_source_is_declared_twice() {
         .finish_paths(&[&file, &source])
         .unwrap_err();
     assert!(
-        error.to_string().contains("skill `email-send` is declared twice"),
+        error
+            .to_string()
+            .contains("skill `email-send` is declared twice"),
         "{error}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -349,7 +368,10 @@ fn directories_do_not_pick_up_capc_files() {
     let error = PolicyLoader::new(Limits::DEFAULT)
         .finish_paths(&[&dir])
         .unwrap_err();
-    assert!(error.to_string().contains("no policy files found"), "{error}");
+    assert!(
+        error.to_string().contains("no policy files found"),
+        "{error}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -393,12 +415,29 @@ fn capgate_compile_writes_a_file_that_check_and_replay_load() {
         assert_eq!(from_source.stdout, from_capc.stdout, "{session}");
         assert_eq!(from_source.status.code(), from_capc.status.code());
     }
-    let request = r#"{"skill":"email-send","operation":"GET","resource":"https://nowhere.example/"}"#;
+    let request =
+        r#"{"skill":"email-send","operation":"GET","resource":"https://nowhere.example/"}"#;
     let request_file = dir.join("request.json");
     std::fs::write(&request_file, request).unwrap();
     let request_text = request_file.to_str().unwrap();
-    let a = capgate(&["check", "-p", "policies", "-r", request_text, "--format", "json"]);
-    let b = capgate(&["check", "-p", out_text, "-r", request_text, "--format", "json"]);
+    let a = capgate(&[
+        "check",
+        "-p",
+        "policies",
+        "-r",
+        request_text,
+        "--format",
+        "json",
+    ]);
+    let b = capgate(&[
+        "check",
+        "-p",
+        out_text,
+        "-r",
+        request_text,
+        "--format",
+        "json",
+    ]);
     assert_eq!(a.stdout, b.stdout);
     assert_eq!(a.status.code(), b.status.code());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -93,7 +93,9 @@ pub enum CapcError {
         supported: u16,
     },
     /// The header's body length does not match the bytes that follow it.
-    #[error("`.capc` body is {found} bytes, the header says {expected}: the file is truncated or has trailing bytes")]
+    #[error(
+        "`.capc` body is {found} bytes, the header says {expected}: the file is truncated or has trailing bytes"
+    )]
     BodyLength {
         /// What the header says.
         expected: u64,
@@ -101,7 +103,9 @@ pub enum CapcError {
         found: u64,
     },
     /// The body does not hash to the header's checksum.
-    #[error("`.capc` checksum mismatch (header {expected:016x}, body {found:016x}): the file is corrupt")]
+    #[error(
+        "`.capc` checksum mismatch (header {expected:016x}, body {found:016x}): the file is corrupt"
+    )]
     ChecksumMismatch {
         /// What the header says.
         expected: u64,
@@ -252,13 +256,19 @@ impl<'a> Reader<'a> {
                 self.pos = self.pos.saturating_add(n);
                 Ok(slice)
             }
-            None => Err(CapcError::Truncated { at: self.at(), what }),
+            None => Err(CapcError::Truncated {
+                at: self.at(),
+                what,
+            }),
         }
     }
 
     fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], CapcError> {
         let slice = self.take(N, what)?;
-        <[u8; N]>::try_from(slice).map_err(|_| CapcError::Truncated { at: self.at(), what })
+        <[u8; N]>::try_from(slice).map_err(|_| CapcError::Truncated {
+            at: self.at(),
+            what,
+        })
     }
 
     fn u8(&mut self, what: &'static str) -> Result<u8, CapcError> {
@@ -296,7 +306,10 @@ impl<'a> Reader<'a> {
         let n = self.usize(what)?;
         let needed = n.saturating_mul(min_size.max(1));
         if needed > self.rest().len() {
-            return Err(CapcError::Truncated { at: self.at(), what });
+            return Err(CapcError::Truncated {
+                at: self.at(),
+                what,
+            });
         }
         Ok(n)
     }
@@ -481,7 +494,9 @@ impl<'a> Reader<'a> {
         let count = self.u64("a rate-limit count")?;
         let per = self.duration("a rate-limit window")?;
         let burst = self.opt_u64("a rate-limit burst")?;
-        let by = self.list("a rate-limit key", 4, |r| r.index::<PathIdx>(program.paths.len()))?;
+        let by = self.list("a rate-limit key", 4, |r| {
+            r.index::<PathIdx>(program.paths.len())
+        })?;
         let location = self.location()?;
         let summary = self.str("a rate-limit summary")?;
         if count == 0 || per.is_zero() || burst == Some(0) {

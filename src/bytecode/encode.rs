@@ -23,6 +23,7 @@
 //! a `u8` tag. Compiled regexes, resource templates and windows are stored as their source and
 //! rebuilt at load; everything else (including payload-schema node arenas) is stored as compiled.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -140,9 +141,15 @@ pub(crate) const CONSTRAINT_NAMES: [&str; 10] = [
 /// Fails only when a JSON literal is nested deeper than [`MAX_VALUE_DEPTH`] or a table is longer
 /// than a `u32` can count, neither of which the compiler produces within its limits.
 pub fn encode_capc(skills: &[CompiledSkill]) -> Result<Vec<u8>, CapcError> {
-    let mut body = Writer::default();
-    body.files = collect_files(skills);
-    let files = body.files.clone();
+    let files = collect_files(skills);
+    let mut body = Writer {
+        bytes: Vec::new(),
+        file_index: files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.clone(), i))
+            .collect(),
+    };
     body.count(files.len())?;
     for file in &files {
         body.str(file)?;
@@ -171,9 +178,10 @@ pub fn encode_capc(skills: &[CompiledSkill]) -> Result<Vec<u8>, CapcError> {
 /// Every source file named by a location, in first-use order: locations store an index into it.
 fn collect_files(skills: &[CompiledSkill]) -> Vec<Arc<str>> {
     let mut files: Vec<Arc<str>> = Vec::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
     let mut add = |location: &Option<Location>| {
         if let Some(location) = location {
-            if !files.iter().any(|f| *f == location.file) {
+            if seen.insert(location.file.clone()) {
                 files.push(location.file.clone());
             }
         }
@@ -194,10 +202,10 @@ fn collect_files(skills: &[CompiledSkill]) -> Vec<Arc<str>> {
     files
 }
 
-#[derive(Default)]
 struct Writer {
     bytes: Vec<u8>,
-    files: Vec<Arc<str>>,
+    /// Position of each file name in the file table.
+    file_index: HashMap<Arc<str>, usize>,
 }
 
 impl Writer {
@@ -281,9 +289,9 @@ impl Writer {
     fn location(&mut self, location: Option<&Location>) -> Result<(), CapcError> {
         self.opt(location, |w, location| {
             let file = w
-                .files
-                .iter()
-                .position(|f| *f == location.file)
+                .file_index
+                .get(&location.file)
+                .copied()
                 .ok_or_else(|| CapcError::encode("a location names a file not collected"))?;
             w.count(file)?;
             w.u32(location.line);
@@ -381,7 +389,11 @@ impl Writer {
                 path,
                 value,
                 optional,
-            } => self.test(opcode::EQUALS, &[path.to_usize(), value.to_usize()], optional),
+            } => self.test(
+                opcode::EQUALS,
+                &[path.to_usize(), value.to_usize()],
+                optional,
+            ),
             Op::InSet {
                 path,
                 set,
@@ -400,12 +412,20 @@ impl Writer {
                 path,
                 regex,
                 optional,
-            } => self.test(opcode::MATCHES, &[path.to_usize(), regex.to_usize()], optional),
+            } => self.test(
+                opcode::MATCHES,
+                &[path.to_usize(), regex.to_usize()],
+                optional,
+            ),
             Op::Range {
                 path,
                 bounds,
                 optional,
-            } => self.test(opcode::RANGE, &[path.to_usize(), bounds.to_usize()], optional),
+            } => self.test(
+                opcode::RANGE,
+                &[path.to_usize(), bounds.to_usize()],
+                optional,
+            ),
             Op::RangeNow {
                 path,
                 bounds,

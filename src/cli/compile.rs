@@ -38,7 +38,8 @@ pub fn run(args: CompileArgs) -> u8 {
     let mut partial = args.output.clone().into_os_string();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let written = std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, &args.output));
+    let written =
+        std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, &args.output));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&partial);
         eprintln!("error: cannot write `{}`: {e}", args.output.display());
