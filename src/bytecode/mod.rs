@@ -8,8 +8,12 @@
 //! - [`resource`], [`schema`] and [`window`] are the compiled forms of resource templates,
 //!   payload schemas and wall-clock windows.
 //! - [`disasm`] prints programs for people.
+//! - [`encode`] writes compiled skills to a `.capc` file; [`decode::load_capc`] loads one back
+//!   without the compiler, verifying every program.
 
+pub mod decode;
 pub mod disasm;
+pub mod encode;
 pub mod index;
 pub mod op;
 pub mod program;

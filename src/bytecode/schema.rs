@@ -319,6 +319,16 @@ impl TypeSet {
         self.0 & ty.bit() != 0
     }
 
+    /// The raw bit set, for the `.capc` encoding (`bytecode::encode`).
+    pub(crate) fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set with these raw bits (see [`TypeSet::bits`]); `None` when a bit names no type.
+    pub(crate) fn from_bits(bits: u8) -> Option<TypeSet> {
+        (bits & !0b111_1111 == 0).then_some(TypeSet(bits))
+    }
+
     /// The types in the set, in [`SchemaType::ALL`] order.
     pub fn iter(self) -> impl Iterator<Item = SchemaType> {
         SchemaType::ALL

@@ -1,6 +1,7 @@
 //! The `capgate` command line: one file per subcommand, using only the library's public API.
 
 mod check;
+mod compile;
 mod convert;
 mod diagnostics;
 mod disasm;
@@ -49,6 +50,8 @@ enum Format {
 enum Command {
     /// Decide one request (stateless: grants and rate limits are not applied).
     Check(check::CheckArgs),
+    /// Write policies as a `.capc` file that loads without the compiler.
+    Compile(compile::CompileArgs),
     /// Run a JSON Lines session on one stateful engine with a simulated clock.
     Replay(replay::ReplayArgs),
     /// Print each capability's bytecode with source locations.
@@ -77,6 +80,7 @@ pub fn run() -> ExitCode {
     diagnostics::set_error_format(cli.error_format);
     let code = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Compile(args) => compile::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Repl(args) => repl::run(args),

@@ -73,6 +73,8 @@ pub struct PolicyLoader {
     files: Vec<(PolicyFile, Option<PathBuf>)>,
     diagnostics: Vec<Diagnostic>,
     limits: Limits,
+    /// Skills loaded from `.capc` files, with the file each came from.
+    compiled: Vec<(FileId, CompiledSkill)>,
 }
 
 impl PolicyLoader {
@@ -124,10 +126,13 @@ impl PolicyLoader {
         let format = match path.extension().and_then(|e| e.to_str()) {
             Some("cap") => PolicyFormat::Cap,
             Some("json") => PolicyFormat::Json,
+            Some("capc") => return self.add_compiled_file(&name, path),
             _ => {
                 self.file_error(
                     &name,
-                    format!("`{name}` is neither a `.cap` file nor a `.json` manifest"),
+                    format!(
+                        "`{name}` is neither a `.cap` file, a `.json` manifest nor a `.capc` file"
+                    ),
                 );
                 return;
             }
@@ -160,6 +165,35 @@ impl PolicyLoader {
                 ),
             },
             Err(e) => self.file_error(&name, format!("cannot read `{name}`: {e}")),
+        }
+    }
+
+    /// Adds a compiled `.capc` file (see `bytecode::decode::load_capc`): its skills join the
+    /// set as compiled, after the verifier has checked every program. Directories never
+    /// contribute `.capc` files, so a compiled file next to its sources is not loaded twice.
+    fn add_compiled_file(&mut self, name: &str, path: &Path) {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => return self.file_error(name, format!("cannot read `{name}`: {e}")),
+        };
+        if bytes.len() > self.limits.max_policy_file_bytes {
+            let message = format!(
+                "policy file is {} bytes, more than the limit of {}",
+                bytes.len(),
+                self.limits.max_policy_file_bytes
+            );
+            return self.file_error(name, message);
+        }
+        let id = self.sources.add(name, "");
+        match crate::bytecode::decode::load_capc(&bytes, &self.limits) {
+            Ok(policy) => self
+                .compiled
+                .extend(policy.skills.into_iter().map(|skill| (id, skill))),
+            Err(e) => self.diagnostic(
+                Span::new(id, 0, 0),
+                format!("`{name}`: {e}"),
+                Some("recompile it with `capgate compile -p POLICY... -o FILE.capc`".to_owned()),
+            ),
         }
     }
 
@@ -274,11 +308,12 @@ impl PolicyLoader {
         let files: Vec<PolicyFile> = self.files.iter().map(|(f, _)| f.clone()).collect();
         if self.diagnostics.is_empty() && files.iter().all(|f| f.skills.is_empty()) {
             // Nothing to load is an error: an empty policy would deny everything silently.
-            if files.is_empty() {
+            if files.is_empty() && self.compiled.is_empty() {
                 self.file_error("<policies>", "no policy files found".to_owned());
             }
         }
         let compiled = crate::compile::compile_skills(&files, &self.sources, &self.limits);
+        let compiled = compiled.map(|skills| self.join_compiled(skills));
         match compiled {
             Ok(skills) if self.diagnostics.is_empty() => Ok(LoadedPolicy {
                 skills,
@@ -297,6 +332,37 @@ impl PolicyLoader {
                     sources: self.sources,
                 })
             }
+        }
+    }
+}
+
+impl PolicyLoader {
+    /// Appends the skills of `.capc` files to those compiled from sources; a skill name seen
+    /// twice (in either form) is an error, as it is between source files.
+    fn join_compiled(&mut self, mut skills: Vec<CompiledSkill>) -> Vec<CompiledSkill> {
+        for (file, skill) in std::mem::take(&mut self.compiled) {
+            if skills.iter().any(|s| s.name == skill.name) {
+                let message = format!("skill `{}` is declared twice", skill.name);
+                self.diagnostic(Span::new(file, 0, 0), message, None);
+            } else {
+                skills.push(skill);
+            }
+        }
+        skills
+    }
+}
+
+impl From<crate::bytecode::decode::CompiledPolicy> for LoadedPolicy {
+    /// A policy loaded from a `.capc` file; the source map names the files the skills were
+    /// compiled from (their text is not stored, so it is empty).
+    fn from(policy: crate::bytecode::decode::CompiledPolicy) -> Self {
+        let mut sources = SourceMap::new();
+        for file in policy.source_files {
+            sources.add(file, "");
+        }
+        LoadedPolicy {
+            skills: policy.skills,
+            sources,
         }
     }
 }

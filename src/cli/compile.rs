@@ -1,0 +1,55 @@
+//! `capgate compile`: write policies as a `.capc` file that gateways load without the compiler.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use capgate::Limits;
+use capgate::bytecode::encode::encode_capc;
+
+use super::{EXIT_INPUT, EXIT_OK, load_policies};
+
+/// Arguments of `capgate compile`.
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    /// Policy files (.cap, .json, .capc) or directories.
+    #[arg(short = 'p', long = "policy", required = true, num_args = 1..)]
+    policies: Vec<PathBuf>,
+    /// The `.capc` file to write.
+    #[arg(short = 'o', long = "output", required = true)]
+    output: PathBuf,
+}
+
+/// Runs `capgate compile`: exit 0 when the file was written, 2 when the policies do not load
+/// or the file cannot be written.
+pub fn run(args: CompileArgs) -> u8 {
+    let policy = match load_policies(&args.policies, Limits::DEFAULT) {
+        Ok(policy) => policy,
+        Err(code) => return code,
+    };
+    let bytes = match encode_capc(&policy.skills) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_INPUT;
+        }
+    };
+    // Write beside the target and rename, so a gateway never reads a half-written file.
+    let mut partial = args.output.clone().into_os_string();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let written =
+        std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, &args.output));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&partial);
+        eprintln!("error: cannot write `{}`: {e}", args.output.display());
+        return EXIT_INPUT;
+    }
+    eprintln!(
+        "wrote {} ({} skills, {} bytes)",
+        args.output.display(),
+        policy.skills.len(),
+        bytes.len()
+    );
+    EXIT_OK
+}

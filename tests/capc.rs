@@ -1,0 +1,582 @@
+//! The `.capc` compiled-policy file: round trips, decisions equal to the sources', header and
+//! checksum rejection, the verifier at load, the loader and CLI wiring, and a never-panic property
+//! over random and mutated bytes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use capgate::bytecode::decode::{CapcError, load_capc};
+use capgate::bytecode::disasm::disassemble;
+use capgate::bytecode::encode::{FORMAT_VERSION, MAGIC, encode_capc, fnv1a64};
+use capgate::bytecode::program::CompiledSkill;
+use capgate::bytecode::verify::VerifyReason;
+use capgate::{Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Session, SessionOptions};
+use proptest::prelude::*;
+
+fn policies_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
+}
+
+fn load_sources() -> LoadedPolicy {
+    PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&policies_dir()])
+        .unwrap_or_else(|e| panic!("policies/ does not load:\n{e}"))
+}
+
+fn policies_capc() -> Vec<u8> {
+    encode_capc(&load_sources().skills).unwrap()
+}
+
+fn load_bytes(bytes: &[u8]) -> Result<LoadedPolicy, CapcError> {
+    load_capc(bytes, &Limits::DEFAULT).map(LoadedPolicy::from)
+}
+
+fn policy_text(skill: &str, body: &str) -> LoadedPolicy {
+    let text = format!("skill \"{skill}\" {{\n  version \"1.0.0\"\n{body}\n}}\n");
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text(&format!("{skill}.cap"), text, PolicyFormat::Cap, None);
+    loader.finish().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Offset of the body: magic, version, crate-version length and text, body length, checksum.
+fn body_offset(bytes: &[u8]) -> usize {
+    let version_len = usize::from(bytes[MAGIC.len() + 2]);
+    MAGIC.len() + 2 + 1 + version_len + 8 + 8
+}
+
+/// Rewrites the header's length and checksum to match the body, so a mutation reaches the decoder.
+fn reseal(bytes: &mut [u8]) {
+    let offset = body_offset(bytes);
+    if bytes.len() < offset {
+        return;
+    }
+    let body_len = (bytes.len() - offset) as u64;
+    let checksum = fnv1a64(&bytes[offset..]);
+    bytes[offset - 16..offset - 8].copy_from_slice(&body_len.to_le_bytes());
+    bytes[offset - 8..offset].copy_from_slice(&checksum.to_le_bytes());
+}
+
+fn disassembly(skills: &[CompiledSkill]) -> Vec<String> {
+    skills
+        .iter()
+        .flat_map(|s| s.capabilities.iter())
+        .map(|c| disassemble(c.program.program()))
+        .collect()
+}
+
+fn session_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(policies_dir()).unwrap().flatten() {
+        if entry.path().is_dir() {
+            for file in std::fs::read_dir(entry.path()).unwrap().flatten() {
+                if file.path().to_string_lossy().ends_with(".session.jsonl") {
+                    out.push(file.path());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_session_decides_the_same_from_capc_as_from_source() {
+    let bytes = policies_capc();
+    let sessions = session_files();
+    assert!(sessions.len() >= 6, "expected the bundled sessions");
+    for path in sessions {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let from_source = Session::new(load_sources(), SessionOptions::default()).run_text(&text);
+        let from_capc =
+            Session::new(load_bytes(&bytes).unwrap(), SessionOptions::default()).run_text(&text);
+        assert_eq!(from_source.len(), from_capc.len(), "{}", path.display());
+        for (a, b) in from_source.iter().zip(&from_capc) {
+            assert_eq!(a, b, "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn encoding_a_decoded_file_gives_the_same_bytes() {
+    let bytes = policies_capc();
+    let decoded = load_capc(&bytes, &Limits::DEFAULT).unwrap();
+    assert_eq!(encode_capc(&decoded.skills).unwrap(), bytes);
+}
+
+#[test]
+fn decoded_skills_keep_identity_gating_and_programs() {
+    let source = load_sources();
+    let decoded = load_capc(&policies_capc(), &Limits::DEFAULT).unwrap();
+    assert_eq!(decoded.written_by, env!("CARGO_PKG_VERSION"));
+    assert_eq!(source.skills.len(), decoded.skills.len());
+    for (a, b) in source.skills.iter().zip(&decoded.skills) {
+        assert_eq!(
+            (
+                &a.name,
+                &a.version,
+                &a.hash,
+                &a.signer,
+                &a.location,
+                a.revision
+            ),
+            (
+                &b.name,
+                &b.version,
+                &b.hash,
+                &b.signer,
+                &b.location,
+                b.revision
+            )
+        );
+        for (x, y) in a.capabilities.iter().zip(&b.capabilities) {
+            assert_eq!(x.name, y.name);
+            assert_eq!(x.location, y.location);
+            assert_eq!(x.resource, y.resource);
+            assert_eq!(x.operations, y.operations);
+            assert_eq!(x.lifetime, y.lifetime);
+            assert_eq!(x.required_autonomy, y.required_autonomy);
+            assert_eq!(x.sensitivity, y.sensitivity);
+            assert_eq!(x.justification, y.justification);
+            assert_eq!(x.rate_limits, y.rate_limits);
+            assert_eq!(x.program.code, y.program.code);
+            assert_eq!(x.program.debug, y.program.debug);
+            assert_eq!(x.program.consts, y.program.consts);
+            assert_eq!(x.program.paths, y.program.paths);
+            assert_eq!(x.program.windows, y.program.windows);
+            assert_eq!(x.program.bounds, y.program.bounds);
+            assert_eq!(x.program.checks, y.program.checks);
+            assert_eq!(x.program.max_stack(), y.program.max_stack());
+        }
+    }
+    assert_eq!(disassembly(&source.skills), disassembly(&decoded.skills));
+}
+
+#[test]
+fn json_numbers_keep_their_integer_or_float_form() {
+    let policy = policy_text(
+        "numbers",
+        r#"capability "c" {
+    resource http "https://api.example.com/x"
+    operations GET
+    fieldEquals payload.a == 1
+    fieldEquals payload.b == -1
+    fieldEquals payload.c == 1.0
+    fieldEquals payload.d in [18446744073709551615, 0.1, "1", null, true, {"k": [1, 2.5]}]
+  }"#,
+    );
+    let decoded = load_capc(&encode_capc(&policy.skills).unwrap(), &Limits::DEFAULT).unwrap();
+    let (a, b) = (
+        &policy.skills[0].capabilities[0].program,
+        &decoded.skills[0].capabilities[0].program,
+    );
+    assert_eq!(a.consts, b.consts);
+    assert_eq!(a.sets, b.sets);
+    assert!(b.consts.iter().any(|v| v.is_f64()));
+}
+
+#[test]
+fn a_file_without_the_magic_bytes_is_not_capc() {
+    assert_eq!(load_bytes(b"").unwrap_err(), CapcError::BadMagic);
+    assert_eq!(
+        load_bytes(b"skill \"x\" {}").unwrap_err(),
+        CapcError::BadMagic
+    );
+    let mut bytes = policies_capc();
+    bytes[1] = b'X';
+    assert_eq!(load_bytes(&bytes).unwrap_err(), CapcError::BadMagic);
+}
+
+#[test]
+fn another_format_version_is_rejected_before_the_body_is_read() {
+    let mut bytes = policies_capc();
+    let next = FORMAT_VERSION + 1;
+    bytes[MAGIC.len()..MAGIC.len() + 2].copy_from_slice(&next.to_le_bytes());
+    assert_eq!(
+        load_bytes(&bytes).unwrap_err(),
+        CapcError::UnsupportedVersion {
+            found: next,
+            supported: FORMAT_VERSION
+        }
+    );
+}
+
+#[test]
+fn a_flipped_body_byte_fails_the_checksum() {
+    let mut bytes = policies_capc();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    assert!(matches!(
+        load_bytes(&bytes).unwrap_err(),
+        CapcError::ChecksumMismatch { .. }
+    ));
+}
+
+#[test]
+fn a_truncated_or_extended_file_fails_the_body_length() {
+    let bytes = policies_capc();
+    let short = &bytes[..bytes.len() - 1];
+    assert!(matches!(
+        load_bytes(short).unwrap_err(),
+        CapcError::BodyLength { .. }
+    ));
+    let mut long = bytes.clone();
+    long.push(0);
+    assert!(matches!(
+        load_bytes(&long).unwrap_err(),
+        CapcError::BodyLength { .. }
+    ));
+    // A header cut inside its own fields is truncated, not a panic.
+    for cut in 0..body_offset(&bytes) {
+        assert!(load_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn trailing_body_bytes_after_the_last_skill_are_malformed() {
+    let mut bytes = policies_capc();
+    bytes.push(0);
+    reseal(&mut bytes);
+    assert!(matches!(
+        load_bytes(&bytes).unwrap_err(),
+        CapcError::Malformed { .. }
+    ));
+}
+
+/// A one-capability skill with no constraints compiles to `accept` alone; the test finds that
+/// instruction in the body (code count 1, opcode 0x0f, then a debug table of 1).
+fn accept_only() -> (Vec<u8>, usize) {
+    let policy = policy_text(
+        "open",
+        "capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n  }",
+    );
+    let bytes = encode_capc(&policy.skills).unwrap();
+    let needle = [1, 0, 0, 0, 0x0f, 1, 0, 0, 0];
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("the accept-only program")
+        + 4;
+    (bytes, at)
+}
+
+#[test]
+fn a_program_the_verifier_rejects_is_not_loaded() {
+    let (mut bytes, at) = accept_only();
+    assert!(load_bytes(&bytes).is_ok());
+    bytes[at] = 0x0b; // `not` on an empty stack
+    reseal(&mut bytes);
+    match load_bytes(&bytes).unwrap_err() {
+        CapcError::Verify {
+            skill,
+            capability,
+            error,
+        } => {
+            assert_eq!((skill.as_str(), capability.as_str()), ("open", "c"));
+            assert_eq!(error.reason, VerifyReason::StackUnderflow);
+        }
+        other => panic!("expected a verifier error, got {other}"),
+    }
+}
+
+#[test]
+fn an_unknown_opcode_is_malformed() {
+    let (mut bytes, at) = accept_only();
+    bytes[at] = 0xee;
+    reseal(&mut bytes);
+    let error = load_bytes(&bytes).unwrap_err();
+    assert!(error.to_string().contains("unknown opcode 0xee"), "{error}");
+}
+
+#[test]
+fn regexes_are_rebuilt_under_the_loading_limits() {
+    let policy = policy_text(
+        "regex",
+        r#"capability "c" {
+    resource http "https://api.example.com/x"
+    operations GET
+    fieldMatches payload.a ~ /[a-z]{1,30}/
+  }"#,
+    );
+    let bytes = encode_capc(&policy.skills).unwrap();
+    assert!(load_capc(&bytes, &Limits::DEFAULT).is_ok());
+    let tight = Limits {
+        max_regex_bytes: 64,
+        ..Limits::DEFAULT
+    };
+    let error = load_capc(&bytes, &tight).unwrap_err();
+    assert!(error.to_string().contains("does not compile"), "{error}");
+}
+
+#[test]
+fn the_capability_limit_applies_at_load() {
+    let bytes = policies_capc();
+    let tight = Limits {
+        max_capabilities_per_skill: 1,
+        ..Limits::DEFAULT
+    };
+    let error = load_capc(&bytes, &tight).unwrap_err();
+    assert!(error.to_string().contains("capabilities"), "{error}");
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("capgate-capc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_loader_accepts_a_named_capc_file() {
+    let dir = temp_dir("loader");
+    let file = dir.join("all.capc");
+    std::fs::write(&file, policies_capc()).unwrap();
+    let loaded = PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&file])
+        .unwrap();
+    assert_eq!(loaded.skills.len(), load_sources().skills.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_skill_in_both_a_capc_file_and_a_source_is_declared_twice() {
+    let dir = temp_dir("twice");
+    let file = dir.join("all.capc");
+    std::fs::write(&file, policies_capc()).unwrap();
+    let source = policies_dir().join("email-send/email-send.cap");
+    let error = PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&file, &source])
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("skill `email-send` is declared twice"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn directories_do_not_pick_up_capc_files() {
+    let dir = temp_dir("dir");
+    std::fs::write(dir.join("all.capc"), policies_capc()).unwrap();
+    let error = PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&dir])
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("no policy files found"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_corrupt_capc_file_is_a_load_error_naming_the_file() {
+    let dir = temp_dir("corrupt");
+    let file = dir.join("bad.capc");
+    let mut bytes = policies_capc();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&file, bytes).unwrap();
+    let error = PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&file])
+        .unwrap_err();
+    assert!(error.to_string().contains("bad.capc"), "{error}");
+    assert!(error.to_string().contains("checksum"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn capgate(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_capgate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn capgate_compile_writes_a_file_that_check_and_replay_load() {
+    let dir = temp_dir("cli");
+    let out = dir.join("all.capc");
+    let out_text = out.to_str().unwrap();
+    let compile = capgate(&["compile", "-p", "policies", "-o", out_text]);
+    assert_eq!(compile.status.code(), Some(0), "{compile:?}");
+    let written = load_capc(&std::fs::read(&out).unwrap(), &Limits::DEFAULT).unwrap();
+    assert_eq!(written.skills.len(), load_sources().skills.len());
+    for session in session_files() {
+        let session = session.to_str().unwrap();
+        let from_source = capgate(&["replay", "-p", "policies", session]);
+        let from_capc = capgate(&["replay", "-p", out_text, session]);
+        assert_eq!(from_source.stdout, from_capc.stdout, "{session}");
+        assert_eq!(from_source.status.code(), from_capc.status.code());
+    }
+    let request =
+        r#"{"skill":"email-send","operation":"GET","resource":"https://nowhere.example/"}"#;
+    let request_file = dir.join("request.json");
+    std::fs::write(&request_file, request).unwrap();
+    let request_text = request_file.to_str().unwrap();
+    let a = capgate(&[
+        "check",
+        "-p",
+        "policies",
+        "-r",
+        request_text,
+        "--format",
+        "json",
+    ]);
+    let b = capgate(&[
+        "check",
+        "-p",
+        out_text,
+        "-r",
+        request_text,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(a.stdout, b.stdout);
+    assert_eq!(a.status.code(), b.status.code());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn capgate_compile_exits_2_when_policies_do_not_load() {
+    let dir = temp_dir("cli-bad");
+    let bad = dir.join("bad.cap");
+    std::fs::write(&bad, "skill \"x\" {").unwrap();
+    let out = dir.join("out.capc");
+    let result = capgate(&[
+        "compile",
+        "-p",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(result.status.code(), Some(2));
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One mutation of a valid file.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip(usize, u8),
+    Set(usize, u8),
+    Insert(usize, u8),
+    Remove(usize),
+    Truncate(usize),
+    /// Overwrite four bytes with a little-endian count (hits length and index fields).
+    Count(usize, u32),
+}
+
+fn apply(bytes: &mut Vec<u8>, mutation: &Mutation) {
+    let len = bytes.len().max(1);
+    match *mutation {
+        Mutation::Flip(at, bit) => {
+            if let Some(b) = bytes.get_mut(at % len) {
+                *b ^= 1 << (bit % 8);
+            }
+        }
+        Mutation::Set(at, v) => {
+            if let Some(b) = bytes.get_mut(at % len) {
+                *b = v;
+            }
+        }
+        Mutation::Insert(at, v) => bytes.insert((at % len).min(bytes.len()), v),
+        Mutation::Remove(at) => {
+            if !bytes.is_empty() {
+                bytes.remove(at % len);
+            }
+        }
+        Mutation::Truncate(at) => bytes.truncate(at % len),
+        Mutation::Count(at, n) => {
+            let at = at % len;
+            for (i, b) in n.to_le_bytes().into_iter().enumerate() {
+                if let Some(slot) = bytes.get_mut(at + i) {
+                    *slot = b;
+                }
+            }
+        }
+    }
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(a, b)| Mutation::Flip(a, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(a, b)| Mutation::Set(a, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(a, b)| Mutation::Insert(a, b)),
+        any::<usize>().prop_map(Mutation::Remove),
+        any::<usize>().prop_map(Mutation::Truncate),
+        (
+            any::<usize>(),
+            prop_oneof![Just(0u32), Just(1), Just(2), Just(u32::MAX), any::<u32>()]
+        )
+            .prop_map(|(a, n)| Mutation::Count(a, n)),
+    ]
+}
+
+/// Whatever the decoder accepts must be usable: it re-encodes and decodes to the same bytes.
+fn accepted_is_consistent(bytes: &[u8]) {
+    if let Ok(policy) = load_capc(bytes, &Limits::DEFAULT) {
+        let again = encode_capc(&policy.skills).unwrap();
+        let reloaded = load_capc(&again, &Limits::DEFAULT).unwrap();
+        assert_eq!(encode_capc(&reloaded.skills).unwrap(), again);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_bytes_are_rejected_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        prop_assert!(load_capc(&bytes, &Limits::DEFAULT).is_err());
+        let mut with_magic = MAGIC.to_vec();
+        with_magic.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        with_magic.extend_from_slice(&bytes);
+        accepted_is_consistent(&with_magic);
+    }
+
+    #[test]
+    fn mutated_files_are_accepted_or_rejected_without_panicking(
+        mutations in proptest::collection::vec(mutation(), 1..4),
+        resealed in any::<bool>(),
+    ) {
+        let mut bytes = SMALL.with(Clone::clone);
+        for m in &mutations {
+            apply(&mut bytes, m);
+        }
+        if resealed && bytes.len() > MAGIC.len() + 3 && bytes.len() >= body_offset(&bytes) {
+            reseal(&mut bytes);
+        }
+        accepted_is_consistent(&bytes);
+    }
+}
+
+thread_local! {
+    /// A small file exercising every table (meeting-scheduler: regexes, schema, window, bounds,
+    /// rate limits, bindings), so mutations land in interesting fields often.
+    static SMALL: Vec<u8> = {
+        let policy = PolicyLoader::new(Limits::DEFAULT)
+            .finish_paths(&[&policies_dir().join("meeting-scheduler")])
+            .unwrap();
+        encode_capc(&policy.skills).unwrap()
+    };
+}
+
+#[test]
+fn every_single_byte_flip_of_a_resealed_file_is_handled() {
+    let original = SMALL.with(Clone::clone);
+    let start = body_offset(&original);
+    for at in start..original.len() {
+        for value in [0x00, 0x01, 0x7f, 0xff] {
+            let mut bytes = original.clone();
+            bytes[at] = value;
+            reseal(&mut bytes);
+            accepted_is_consistent(&bytes);
+        }
+    }
+}
