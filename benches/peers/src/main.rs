@@ -154,17 +154,29 @@ fn main() {
         // Every engine must decide both variants right before it is timed.
         let mut checks: Vec<(&str, bool)> = vec![
             ("hand-written Value", matcher.decide_value(value)),
-            ("hand-written Value from bytes", matcher.decide_value_bytes(bytes)),
+            (
+                "hand-written Value from bytes",
+                matcher.decide_value_bytes(bytes),
+            ),
             ("hand-written borrowed", matcher.decide_borrowed(bytes)),
-            ("capgate", engine.check(&input.parsed).decision == Verdict::Allow),
-            ("capgate from bytes", engine.check_slice(bytes).decision == Verdict::Allow),
+            (
+                "capgate",
+                engine.check(&input.parsed).decision == Verdict::Allow,
+            ),
+            (
+                "capgate from bytes",
+                engine.check_slice(bytes).decision == Verdict::Allow,
+            ),
             ("regorus", rego.clone().decide(value)),
             ("regorus native", input.rego_native.clone().decide_native()),
             ("regorus from bytes", rego.clone().decide_bytes(bytes)),
             ("cel", cel.decide(value)),
             ("cel native", cel.decide_native(&input.cel_native)),
             ("cel from bytes", cel.decide_bytes(bytes)),
-            ("capgate schema", capgate::vm::schema::is_valid(&capgate_schema, payload)),
+            (
+                "capgate schema",
+                capgate::vm::schema::is_valid(&capgate_schema, payload),
+            ),
             ("jsonschema", jsonschema.is_valid(payload)),
         ];
         #[cfg(feature = "cedar")]
@@ -178,9 +190,11 @@ fn main() {
         }
     }
 
-    // `PEERS_PROFILE=pre-parsed|from-bytes` runs only capgate on ALLOW, for perf or callgrind.
+    // `PEERS_PROFILE=pre-parsed|from-bytes` runs only capgate (on ALLOW, or DENY_LAST with
+    // `PEERS_VARIANT=deny`), for perf or callgrind.
     if let Ok(mode) = std::env::var("PEERS_PROFILE") {
-        let input = &inputs[0];
+        let deny = std::env::var("PEERS_VARIANT").is_ok_and(|v| v == "deny");
+        let input = &inputs[usize::from(deny)];
         let iterations: usize = std::env::var("PEERS_ITERATIONS")
             .ok()
             .and_then(|n| n.parse().ok())
@@ -203,65 +217,129 @@ fn main() {
         #[cfg(feature = "cedar")]
         let cedar = &cedar;
         let (capgate_schema, jsonschema) = (&capgate_schema, &jsonschema);
-        rows.push(Row::new(Stage::PreParsed, v, "hand-written (serde_json::Value)", true, move || {
-            matcher.decide_value(black_box(value))
-        }));
-        rows.push(Row::new(Stage::PreParsed, v, "capgate Engine::check", false, move || {
-            engine.check(black_box(&input.parsed)).decision == Verdict::Allow
-        }));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "hand-written (serde_json::Value)",
+            true,
+            move || matcher.decide_value(black_box(value)),
+        ));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "capgate Engine::check",
+            false,
+            move || engine.check(black_box(&input.parsed)).decision == Verdict::Allow,
+        ));
         #[cfg(feature = "cedar")]
-        rows.push(Row::new(Stage::PreParsed, v, "cedar-policy (Value -> Context)", false, move || {
-            cedar.decide(black_box(value), matcher)
-        }));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "cedar-policy (Value -> Context)",
+            false,
+            move || cedar.decide(black_box(value), matcher),
+        ));
         #[cfg(feature = "cedar")]
-        rows.push(Row::new(Stage::PreParsed, v, "cedar-policy (prebuilt Context)", false, move || {
-            cedar.decide_native(black_box(&input.cedar_native))
-        }));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "cedar-policy (prebuilt Context)",
+            false,
+            move || cedar.decide_native(black_box(&input.cedar_native)),
+        ));
         let mut rego_value = rego.clone();
-        rows.push(Row::new(Stage::PreParsed, v, "regorus (Value -> regorus::Value)", false, move || {
-            rego_value.decide(black_box(value))
-        }));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "regorus (Value -> regorus::Value)",
+            false,
+            move || rego_value.decide(black_box(value)),
+        ));
         let mut rego_only = input.rego_native.clone();
-        rows.push(Row::new(Stage::PreParsed, v, "regorus (input already set)", false, move || {
-            rego_only.decide_native()
-        }));
-        rows.push(Row::new(Stage::PreParsed, v, "cel (Value -> cel::Value)", false, move || {
-            cel.decide(black_box(value))
-        }));
-        rows.push(Row::new(Stage::PreParsed, v, "cel (prebuilt cel::Value)", false, move || {
-            cel.decide_native(black_box(&input.cel_native))
-        }));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "regorus (input already set)",
+            false,
+            move || rego_only.decide_native(),
+        ));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "cel (Value -> cel::Value)",
+            false,
+            move || cel.decide(black_box(value)),
+        ));
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "cel (prebuilt cel::Value)",
+            false,
+            move || cel.decide_native(black_box(&input.cel_native)),
+        ));
 
-        rows.push(Row::new(Stage::FromBytes, v, "IgnoredAny scan (floor)", true, move || {
-            baseline::scan(black_box(bytes))
-        }));
-        rows.push(Row::new(Stage::FromBytes, v, "hand-written (borrowed serde structs)", false, move || {
-            matcher.decide_borrowed(black_box(bytes))
-        }));
-        rows.push(Row::new(Stage::FromBytes, v, "hand-written (serde_json::Value)", false, move || {
-            matcher.decide_value_bytes(black_box(bytes))
-        }));
-        rows.push(Row::new(Stage::FromBytes, v, "capgate Engine::check_slice", false, move || {
-            engine.check_slice(black_box(bytes)).decision == Verdict::Allow
-        }));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "IgnoredAny scan (floor)",
+            true,
+            move || baseline::scan(black_box(bytes)),
+        ));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "hand-written (borrowed serde structs)",
+            false,
+            move || matcher.decide_borrowed(black_box(bytes)),
+        ));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "hand-written (serde_json::Value)",
+            false,
+            move || matcher.decide_value_bytes(black_box(bytes)),
+        ));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "capgate Engine::check_slice",
+            false,
+            move || engine.check_slice(black_box(bytes)).decision == Verdict::Allow,
+        ));
         #[cfg(feature = "cedar")]
-        rows.push(Row::new(Stage::FromBytes, v, "cedar-policy", false, move || {
-            cedar.decide_bytes(black_box(bytes), matcher)
-        }));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "cedar-policy",
+            false,
+            move || cedar.decide_bytes(black_box(bytes), matcher),
+        ));
         let mut rego_bytes = rego.clone();
-        rows.push(Row::new(Stage::FromBytes, v, "regorus (set_input_json)", false, move || {
-            rego_bytes.decide_bytes(black_box(bytes))
-        }));
+        rows.push(Row::new(
+            Stage::FromBytes,
+            v,
+            "regorus (set_input_json)",
+            false,
+            move || rego_bytes.decide_bytes(black_box(bytes)),
+        ));
         rows.push(Row::new(Stage::FromBytes, v, "cel", false, move || {
             cel.decide_bytes(black_box(bytes))
         }));
 
-        rows.push(Row::new(Stage::Schema, v, "capgate vm::schema::is_valid", false, move || {
-            capgate::vm::schema::is_valid(capgate_schema, black_box(payload))
-        }));
-        rows.push(Row::new(Stage::Schema, v, "jsonschema Validator::is_valid", true, move || {
-            jsonschema.is_valid(black_box(payload))
-        }));
+        rows.push(Row::new(
+            Stage::Schema,
+            v,
+            "capgate vm::schema::is_valid",
+            false,
+            move || capgate::vm::schema::is_valid(capgate_schema, black_box(payload)),
+        ));
+        rows.push(Row::new(
+            Stage::Schema,
+            v,
+            "jsonschema Validator::is_valid",
+            true,
+            move || jsonschema.is_valid(black_box(payload)),
+        ));
     }
 
     harness::run(&mut rows, rounds);
