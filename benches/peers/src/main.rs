@@ -152,6 +152,7 @@ fn main() {
         let (variant, value, bytes, payload) =
             (input.variant, &input.value, &input.bytes, &input.payload);
         // Every engine must decide both variants right before it is timed.
+        #[cfg_attr(not(feature = "cedar"), allow(unused_mut))]
         let mut checks: Vec<(&str, bool)> = vec![
             ("hand-written Value", matcher.decide_value(value)),
             (
