@@ -1,0 +1,453 @@
+//! Benchmarks grouped by pipeline stage, over the policies in `policies/`:
+//!
+//! - `parse/<policy>`: text → AST (`.cap` grammar or JSON manifest);
+//! - `compile/<policy>`: AST → verified bytecode; `compile/1000-capabilities`: one generated skill
+//!   with 1,000 capabilities (the per-skill limit);
+//! - `decide/<policy>`: the first allowed call of the policy's session, pre-parsed, on a
+//!   stateless engine (which, having no recorded approvals, answers `approval_required` for the
+//!   elevated payments-transfer after every constraint held); `decide/skills-1` vs `decide/skills-10000`: the same call with one skill
+//!   loaded and with 10,000 more beside it;
+//! - `state/commit-hot-key` and `state/commit-distinct-keys`: an allowed call that takes a
+//!   rate-limit slot on a stateful engine, always on one key or cycling over 4,096 keys.
+//!
+//! `cargo bench --bench stages` also prints three reports criterion cannot express: the
+//! throughput of one engine shared by one and by two threads (distinct keys), a check that two
+//! threads on one hot key never exceed the limit, and the memory per rate-limit key and per grant
+//! (resident set growth for 1 M keys and 100,000 grants). Under `cargo test` the reports are
+//! skipped and each benchmark runs once.
+
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use capgate::span::SourceMap;
+use capgate::syntax::ast::PolicyFile;
+use capgate::{
+    Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict,
+    parse_timestamp,
+};
+use criterion::{Criterion, criterion_group};
+use serde_json::{Value, json};
+
+/// Every policy file under `policies/`, in name order, with its format.
+fn policy_files() -> Vec<(PathBuf, PolicyFormat)> {
+    let mut files = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("policies")
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path.to_string_lossy();
+            if name.ends_with(".cap") {
+                files.push((path, PolicyFormat::Cap));
+            } else if name.ends_with(".json") {
+                files.push((path, PolicyFormat::Json));
+            }
+        }
+    }
+    files
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+fn parse(sources: &mut SourceMap, path: &Path, text: &str, format: PolicyFormat) -> PolicyFile {
+    let id = sources.add(path.to_string_lossy().as_ref(), text);
+    match format {
+        PolicyFormat::Cap => capgate::syntax::parse(id, text)
+            .unwrap_or_else(|e| panic!("{} must parse: {e:?}", path.display())),
+        PolicyFormat::Json => capgate::manifest::parse_manifest(id, text)
+            .unwrap_or_else(|e| panic!("{} must parse: {e:?}", path.display())),
+    }
+}
+
+fn parse_and_compile(c: &mut Criterion) {
+    let mut parse_group = c.benchmark_group("parse");
+    for (path, format) in policy_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        parse_group.bench_function(stem(&path), |b| {
+            b.iter(|| {
+                let mut sources = SourceMap::new();
+                parse(&mut sources, &path, black_box(&text), format)
+            })
+        });
+    }
+    parse_group.finish();
+
+    let mut compile_group = c.benchmark_group("compile");
+    for (path, format) in policy_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut sources = SourceMap::new();
+        let files = vec![parse(&mut sources, &path, &text, format)];
+        compile_group.bench_function(stem(&path), |b| {
+            b.iter(|| {
+                capgate::compile::compile_skills(black_box(&files), &sources, &Limits::DEFAULT)
+                    .unwrap_or_else(|e| panic!("{} must compile: {e:?}", path.display()))
+            })
+        });
+    }
+    let text = many_capabilities(1_000);
+    let path = Path::new("generated-1000.cap");
+    let mut sources = SourceMap::new();
+    let files = vec![parse(&mut sources, path, &text, PolicyFormat::Cap)];
+    compile_group.bench_function("1000-capabilities", |b| {
+        b.iter(|| {
+            capgate::compile::compile_skills(black_box(&files), &sources, &Limits::DEFAULT)
+                .unwrap_or_else(|e| panic!("1,000 capabilities must compile: {e:?}"))
+        })
+    });
+    compile_group.bench_function("1000-capabilities-from-text", |b| {
+        b.iter(|| {
+            let mut loader = PolicyLoader::new(Limits::DEFAULT);
+            loader.add_text("generated-1000.cap", text.clone(), PolicyFormat::Cap, None);
+            loader.finish().unwrap_or_else(|e| panic!("{e:?}"))
+        })
+    });
+    compile_group.finish();
+}
+
+/// One skill with `count` capabilities, each with a resource template, a field match, an
+/// equality, a numeric range and a small schema: a realistic mix for compile time.
+fn many_capabilities(count: usize) -> String {
+    let mut text = String::from("skill \"generated\" {\n  version \"1.0.0\"\n");
+    for i in 0..count {
+        text.push_str(&format!(
+            r#"  capability "cap-{i}" {{
+    resource http "https://api{i}.example.com/v1/orgs/{{org}}/items/{{id}}"
+    operations GET, POST
+    justification "Generated capability {i}."
+    fieldEquals resource.org in ["acme", "globex"]
+    fieldMatches payload.items[*].sku ~ /[A-Z]{{3}}-[0-9]{{4}}/
+    fieldRange 0 <= payload.amount <= {i}
+    payloadSchema {{ "type": "object", "required": ["items"], "properties": {{ "items": {{ "type": "array", "maxItems": 20 }} }} }}
+  }}
+"#
+        ));
+    }
+    text.push_str("}\n");
+    text
+}
+
+/// The session's simulated time and first call expected to be allowed.
+fn first_allowed_call(session: &Path) -> (String, Value) {
+    let text = std::fs::read_to_string(session).unwrap();
+    let mut now = String::from("2026-12-01T15:00:00Z");
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let value: Value = serde_json::from_str(line).unwrap();
+        if let Some(time) = value.get("time").and_then(Value::as_str) {
+            now = time.to_owned();
+        }
+        if value.get("expect").and_then(Value::as_str) == Some("allow") {
+            return (now, value["call"].clone());
+        }
+    }
+    panic!("{} has no allowed call", session.display());
+}
+
+fn stateless_engine(policy: capgate::LoadedPolicy, now: &str) -> Engine {
+    let now = parse_timestamp(now).unwrap();
+    Engine::builder(policy)
+        .clock(Arc::new(SimulatedClock::new(now)))
+        .build()
+}
+
+fn load(paths: &[&Path]) -> capgate::LoadedPolicy {
+    PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(paths)
+        .unwrap_or_else(|e| panic!("policies must load: {e:?}"))
+}
+
+fn decide(c: &mut Criterion) {
+    let mut group = c.benchmark_group("decide");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("policies")
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let (now, call) = first_allowed_call(&dir.join(format!("{name}.session.jsonl")));
+        let engine = stateless_engine(load(&[&dir]), &now);
+        let request = Request::from_value(call, &Limits::DEFAULT).unwrap();
+        // Every constraint holds; a stateless engine has no recorded approvals, so an elevated
+        // skill (payments-transfer) ends in approval_required after passing them all.
+        let decision = engine.check(&request);
+        assert_ne!(decision.decision, Verdict::Deny, "{name}: {decision:?}");
+        group.bench_function(&name, |b| b.iter(|| engine.check(black_box(&request))));
+    }
+
+    // 10,000 other skills loaded beside the one decided.
+    let dir = Path::new("policies/meeting-scheduler");
+    let (now, call) = first_allowed_call(&dir.join("meeting-scheduler.session.jsonl"));
+    let request = Request::from_value(call, &Limits::DEFAULT).unwrap();
+    let one = stateless_engine(load(&[dir]), &now);
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_path(dir);
+    for file in 0..10 {
+        loader.add_text(
+            &format!("generated-skills-{file}.cap"),
+            many_skills(file * 1_000, 1_000),
+            PolicyFormat::Cap,
+            None,
+        );
+    }
+    let many = stateless_engine(loader.finish().unwrap(), &now);
+    assert_eq!(many.policy().skills().len(), 10_001);
+    for (label, engine) in [("skills-1", &one), ("skills-10001", &many)] {
+        assert_eq!(engine.check(&request).decision, Verdict::Allow, "{label}");
+        group.bench_function(label, |b| b.iter(|| engine.check(black_box(&request))));
+    }
+    group.finish();
+}
+
+/// `count` one-capability skills named `skill-<first>`...
+fn many_skills(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| {
+            format!(
+                "skill \"skill-{i}\" {{\n  version \"1.0.0\"\n  capability \"read\" {{\n    resource http \"https://svc{i}.example.com/v1/**\"\n    operations GET\n    fieldEquals agent.org == \"acme\"\n  }}\n}}\n"
+            )
+        })
+        .collect()
+}
+
+/// A policy whose allowed calls each take one rate-limit slot: `bucket` is a token bucket keyed
+/// by `agent.id` that never runs dry in a benchmark; `window` is an exact window of 1,000 calls
+/// per hour on one key.
+const RATE_POLICY: &str = r#"skill "rate-bench" {
+  version "1.0.0"
+  capability "bucket" {
+    resource tool "search"
+    operations call
+    lifetime process
+    justification "Benchmark: every call takes a token."
+    rateLimit 1000000000 per 1s burst 1000000000 by agent.id
+  }
+  capability "window" {
+    resource tool "lookup"
+    operations call
+    lifetime process
+    justification "Benchmark: one hot key."
+    rateLimit 1000 per hour
+  }
+}
+"#;
+
+fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text(
+        "rate-bench.cap",
+        RATE_POLICY.to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let policy = loader.finish().unwrap_or_else(|e| panic!("{e:?}"));
+    let store = Arc::new(InMemoryStore::new());
+    let now = parse_timestamp("2026-12-01T15:00:00Z").unwrap();
+    let engine = Engine::builder(policy)
+        .clock(Arc::new(SimulatedClock::new(now)))
+        .state(store.clone())
+        .build();
+    (engine, store)
+}
+
+fn tool_call(tool: &str, agent: &str) -> Request {
+    let value = json!({
+        "skill": "rate-bench",
+        "operation": "call",
+        "resource": format!("tool:{tool}"),
+        "agent": {"id": agent},
+    });
+    Request::from_value(value, &Limits::DEFAULT).unwrap()
+}
+
+/// Requests for `count` distinct rate-limit keys, prefixed so threads never share one.
+fn distinct_keys(prefix: &str, count: usize) -> Vec<Request> {
+    (0..count)
+        .map(|i| tool_call("search", &format!("{prefix}-agent-{i}")))
+        .collect()
+}
+
+fn state(c: &mut Criterion) {
+    let mut group = c.benchmark_group("state");
+    let (engine, _) = stateful_engine();
+    let hot = tool_call("search", "agent-hot");
+    assert_eq!(engine.check(&hot).decision, Verdict::Allow);
+    group.bench_function("commit-hot-key", |b| {
+        b.iter(|| engine.check(black_box(&hot)))
+    });
+    let keys = distinct_keys("bench", 4_096);
+    let mut next = 0usize;
+    group.bench_function("commit-distinct-keys", |b| {
+        b.iter(|| {
+            next = (next + 1) % keys.len();
+            engine.check(black_box(&keys[next]))
+        })
+    });
+    group.finish();
+}
+
+/// Allowed calls per second with `threads` threads sharing one engine, each on its own keys.
+fn throughput(threads: usize, calls_per_thread: usize) -> f64 {
+    let (engine, _) = stateful_engine();
+    let requests: Vec<Vec<Request>> = (0..threads)
+        .map(|t| distinct_keys(&format!("t{t}"), 4_096))
+        .collect();
+    // Touch every key once so both runs measure updates, not first inserts.
+    for request in requests.iter().flatten() {
+        assert_eq!(engine.check(request).decision, Verdict::Allow);
+    }
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for mine in &requests {
+            let engine = &engine;
+            scope.spawn(move || {
+                for i in 0..calls_per_thread {
+                    let decision = engine.check(&mine[i % mine.len()]);
+                    assert_eq!(decision.decision, Verdict::Allow);
+                }
+            });
+        }
+    });
+    (threads * calls_per_thread) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn report_threads() {
+    let calls = 300_000;
+    let best = |threads| {
+        (0..3)
+            .map(|_| throughput(threads, calls))
+            .fold(0.0, f64::max)
+    };
+    let one = best(1);
+    let two = best(2);
+    println!(
+        "state/threads: 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
+         (best of 3; {} cores online)",
+        two / one,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+
+    // Two threads hammer the one exact-window key: exactly the limit is allowed.
+    let (engine, _) = stateful_engine();
+    let allowed = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                let request = tool_call("lookup", "agent-hot");
+                for _ in 0..5_000 {
+                    if engine.check(&request).decision == Verdict::Allow {
+                        allowed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let allowed = allowed.into_inner();
+    assert_eq!(allowed, 1_000, "the hot key's limit of 1,000 was not held");
+    println!("state/hot-key: 2 threads x 5,000 calls on `1000 per hour`: {allowed} allowed");
+}
+
+/// The process's resident set in bytes (Linux), or `None` elsewhere.
+fn resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+fn report_memory() {
+    let (engine, store) = stateful_engine();
+    let keys = 1_000_000;
+    let before = resident_bytes();
+    let mut agent = String::new();
+    for i in 0..keys {
+        use std::fmt::Write;
+        agent.clear();
+        write!(agent, "agent-{i:07}").unwrap();
+        let request = tool_call("search", &agent);
+        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    }
+    let after = resident_bytes();
+    assert_eq!(store.rate_key_count(), keys);
+    if let (Some(before), Some(after)) = (before, after) {
+        let grown = after.saturating_sub(before);
+        println!(
+            "state/memory: {keys} rate-limit keys (by agent.id, 13-byte ids): resident set grew \
+             {:.1} MiB, {} bytes per key",
+            grown as f64 / 1048576.0,
+            grown / keys
+        );
+    }
+    drop(engine);
+
+    let (engine, store) = stateful_engine();
+    let grants = 100_000;
+    let before = resident_bytes();
+    for i in 0..grants {
+        engine
+            .issue_grant("rate-bench", "bucket", None, Some(format!("g-{i:07}")))
+            .unwrap();
+    }
+    let after = resident_bytes();
+    assert_eq!(store.grant_count(), grants);
+    if let (Some(before), Some(after)) = (before, after) {
+        let grown = after.saturating_sub(before);
+        println!(
+            "state/memory: {grants} grants (9-byte tokens): resident set grew {:.1} MiB, {} bytes \
+             per grant",
+            grown as f64 / 1048576.0,
+            grown / grants
+        );
+    }
+}
+
+fn report_compile_1000() {
+    let text = many_capabilities(1_000);
+    let best = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            let mut loader = PolicyLoader::new(Limits::DEFAULT);
+            loader.add_text("generated-1000.cap", text.clone(), PolicyFormat::Cap, None);
+            black_box(loader.finish().unwrap_or_else(|e| panic!("{e:?}")));
+            start.elapsed()
+        })
+        .min()
+        .unwrap_or(Duration::ZERO);
+    println!(
+        "compile/1000-capabilities: parse + compile + verify of {} bytes in {:.1} ms (best of 5)",
+        text.len(),
+        best.as_secs_f64() * 1000.0
+    );
+}
+
+criterion_group!(benches, parse_and_compile, decide, state);
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and skips the reports.
+    if std::env::args().any(|arg| arg == "--bench") {
+        report_compile_1000();
+        report_threads();
+        report_memory();
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
