@@ -4,7 +4,6 @@
 //! anywhere (a payload with two `amount`s must not be read one way by capgate and another by the
 //! API behind it), unknown request fields, nesting deeper than the limit and oversized input.
 
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -325,9 +324,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let inner = self.inner()?;
         let mut map = Map::new();
-        let mut keys = HashSet::new();
         while let Some(key) = access.next_key::<String>()? {
-            if !keys.insert(key.clone()) {
+            // The map itself answers whether the key was seen: no second set of keys.
+            if map.contains_key(&key) {
                 return Err(de::Error::custom(format_args!(
                     "duplicate key `{}`",
                     crate::value::truncate_str(&key, 64)
