@@ -261,8 +261,18 @@ impl Lowerer<'_> {
                 let span = if self.text.get(inner..inner + text.len()) == Some(text.as_str())
                     && node.span.len() == text.len() + 2
                 {
-                    let at = inner + error.offset.min(text.len());
-                    Span::new(node.span.file, at, (at + 1).min(inner + text.len()).max(at))
+                    // Cover the whole character at the offset: a one-byte span would split a
+                    // multi-byte character (found by fuzzing, `regression_manifest_path_span_*`).
+                    let mut offset = error.offset.min(text.len());
+                    while !text.is_char_boundary(offset) {
+                        offset -= 1;
+                    }
+                    let width = text
+                        .get(offset..)
+                        .and_then(|rest| rest.chars().next())
+                        .map_or(0, char::len_utf8);
+                    let at = inner + offset;
+                    Span::new(node.span.file, at, at + width)
                 } else {
                     node.span
                 };

@@ -1,0 +1,154 @@
+//! The whole decision path. A structured request (a skill of the corpus or an arbitrary name,
+//! an operation, a resource built from a capability's template, payload/agent/context JSON,
+//! autonomy, time, hash) or raw request bytes, decided by a stateless engine over `../policies`
+//! with a simulated clock. Never panics, and:
+//! - an `allow` names a capability of the skill that allows the operation and covers the
+//!   resource, with no reasons; an `approval_required` names one too, with its gating reason;
+//! - a `deny` names no capability and gives at least one reason;
+//! - the same request decides the same way twice, through `check` and through `check_slice` on
+//!   its wire form, and an observe-mode engine's effective decision is the enforcing one's.
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+
+use arbitrary::{Arbitrary, Result, Unstructured};
+use capgate::vm::resource::{Bindings, RequestResource};
+use capgate::{Decision, Engine, Request, SimulatedClock, Verdict};
+use libfuzzer_sys::fuzz_target;
+
+fn engine(observe: bool) -> Engine {
+    let policy = capgate_fuzz::corpus_loader()
+        .finish()
+        .unwrap_or_else(|e| panic!("the policy corpus does not load: {:?}", e.diagnostics));
+    let start = chrono::DateTime::parse_from_rfc3339("2026-12-01T15:00:00Z")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_utc();
+    Engine::builder(policy)
+        .clock(Arc::new(SimulatedClock::new(start)))
+        .observe(observe)
+        .build()
+}
+
+fn enforcing() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| engine(false))
+}
+
+fn observing() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| engine(true))
+}
+
+#[derive(Debug)]
+enum Case {
+    Structured(Request),
+    Raw(Vec<u8>),
+}
+
+impl<'a> Arbitrary<'a> for Case {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        if u.ratio(1, 8)? {
+            return Ok(Case::Raw(u.arbitrary()?));
+        }
+        Ok(Case::Structured(capgate_fuzz::arbitrary_request(u)?))
+    }
+}
+
+fn check_shape(request: Option<&Request>, decision: &Decision) {
+    match decision.decision {
+        Verdict::Allow => {
+            assert!(
+                decision.reasons.is_empty(),
+                "allow with reasons: {decision:?}"
+            );
+            let capability = decision.capability.as_deref();
+            let capability =
+                capability.unwrap_or_else(|| panic!("allow names no capability: {decision:?}"));
+            let skills = capgate_fuzz::corpus();
+            let skill = skills.iter().find(|s| s.name == decision.skill);
+            let skill = skill.unwrap_or_else(|| panic!("allow for an unknown skill: {decision:?}"));
+            let compiled = skill.capability(capability);
+            let compiled = compiled.unwrap_or_else(|| {
+                panic!("allow names a capability the skill lacks: {decision:?}")
+            });
+            if let Some(request) = request {
+                assert!(
+                    compiled.allows_operation(&request.operation),
+                    "allow for an operation the capability lacks: {decision:?}"
+                );
+                let resource = RequestResource::parse(&request.resource)
+                    .unwrap_or_else(|e| panic!("allow for a refused resource ({e}): {decision:?}"));
+                let mut bindings = Bindings::new();
+                assert!(
+                    compiled.resource.matches(&resource, &mut bindings),
+                    "allow for a resource the capability does not cover: {decision:?}"
+                );
+            }
+        }
+        Verdict::ApprovalRequired => {
+            assert!(
+                decision.capability.is_some(),
+                "approval_required names no capability: {decision:?}"
+            );
+            assert!(
+                !decision.reasons.is_empty(),
+                "approval_required without a reason: {decision:?}"
+            );
+        }
+        Verdict::Deny => {
+            assert!(
+                decision.capability.is_none(),
+                "deny names a capability: {decision:?}"
+            );
+            assert!(
+                !decision.reasons.is_empty(),
+                "deny without a reason: {decision:?}"
+            );
+        }
+    }
+    assert!(
+        decision.observed.is_none(),
+        "an enforcing engine reported an observed verdict"
+    );
+    if let Some(request) = request {
+        assert_eq!(
+            &*decision.skill,
+            request.skill.as_str(),
+            "decision for another skill"
+        );
+    }
+}
+
+fuzz_target!(|case: Case| {
+    let engine = enforcing();
+    match case {
+        Case::Raw(bytes) => {
+            let decision = engine.check_slice(&bytes);
+            check_shape(None, &decision);
+            assert_eq!(
+                decision,
+                engine.check_slice(&bytes),
+                "raw request decided two ways"
+            );
+        }
+        Case::Structured(request) => {
+            let decision = engine.check(&request);
+            check_shape(Some(&request), &decision);
+            assert_eq!(decision, engine.check(&request), "request decided two ways");
+            let wire = serde_json::to_vec(&request).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                decision,
+                engine.check_slice(&wire),
+                "wire form decided differently"
+            );
+            let observed = observing().check(&request);
+            assert_eq!(observed.decision, Verdict::Allow, "observe mode enforced");
+            assert_eq!(
+                observed.effective(),
+                decision.decision,
+                "observe mode saw another decision"
+            );
+            let _ = engine.explain(&request);
+        }
+    }
+});
