@@ -203,7 +203,9 @@ pub fn compile_skill(
 /// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest, which
 /// has no source positions, so reformatting a file keeps its revision.
 fn revision(skill: &Skill) -> u64 {
-    let text = crate::manifest::skill_to_json_text(skill)
+    // Compact JSON with sorted keys: canonical, and far cheaper than the pretty layout.
+    let text = crate::manifest::skill_to_json(skill)
+        .map(|value| value.to_string())
         .unwrap_or_else(|_| format!("{:?}", without_spans(skill)));
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in text.bytes() {
