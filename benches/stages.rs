@@ -262,11 +262,9 @@ fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
     );
     let policy = loader.finish().unwrap_or_else(|e| panic!("{e:?}"));
     let store = Arc::new(InMemoryStore::new());
-    let now = parse_timestamp("2026-12-01T15:00:00Z").unwrap();
-    let engine = Engine::builder(policy)
-        .clock(Arc::new(SimulatedClock::new(now)))
-        .state(store.clone())
-        .build();
+    // The system clock, as in a gateway: the simulated clock (tests, replay, REPL) serialises
+    // readers on a mutex, which is not what production threads contend on.
+    let engine = Engine::builder(policy).state(store.clone()).build();
     (engine, store)
 }
 

@@ -115,7 +115,20 @@ impl Engine {
     }
 
     pub(super) fn decide(&self, request: &Request) -> Decision {
-        let policy = self.policy();
+        self.with_policy(|policy| self.decide_in(policy, request))
+            .unwrap_or_else(|| {
+                // Unreachable by construction (see `with_policy`); never allow on it.
+                self.finish(Decision::deny(
+                    Arc::from(request.skill.as_str()),
+                    vec![Reason::request(
+                        ReasonKind::Input,
+                        "internal error: the policy could not be read",
+                    )],
+                ))
+            })
+    }
+
+    fn decide_in(&self, policy: &super::PolicySet, request: &Request) -> Decision {
         let Some(skill) = policy.skill(&request.skill) else {
             return self.finish(Decision::deny(
                 Arc::from(request.skill.as_str()),

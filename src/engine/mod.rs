@@ -171,6 +171,8 @@ impl EngineBuilder {
             history.insert((skill.name.clone(), skill.revision), skill.clone());
         }
         Engine {
+            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(0),
             policy: RwLock::new(Arc::new(policy)),
             history: RwLock::new(history),
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
@@ -183,9 +185,35 @@ impl EngineBuilder {
     }
 }
 
+/// Every engine's identity, for the per-thread policy snapshots.
+static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How many engines' snapshots one thread keeps (the oldest is dropped first).
+const SNAPSHOTS_PER_THREAD: usize = 8;
+
+/// One thread's copy of an engine's current policy.
+struct Snapshot {
+    engine: u64,
+    generation: u64,
+    policy: Arc<PolicySet>,
+}
+
+thread_local! {
+    /// Per-thread snapshots, so that a decision reads the policy without writing to any cache
+    /// line another thread reads (no lock, no reference count on the hot path).
+    static SNAPSHOTS: std::cell::RefCell<Vec<Snapshot>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Decides requests against a loaded policy. `Send + Sync`: share one engine between threads.
 #[derive(Debug)]
 pub struct Engine {
+    /// Identity for the per-thread snapshots.
+    id: u64,
+    /// Bumped (after the policy is replaced) by every reload.
+    // INVARIANT (policy-generation): a thread that reads generation `g` with Acquire and then
+    // reads `policy` sees a policy at least as new as the one current when `g` was published.
+    generation: AtomicU64,
     policy: RwLock<Arc<PolicySet>>,
     /// Every revision of every skill ever loaded, for grants pinned to an older one.
     history: RwLock<RevisionHistory>,
@@ -239,6 +267,55 @@ impl Engine {
             }
         }
         *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        // INVARIANT (policy-generation): published after the new policy is in place.
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Runs `f` on the current policy. On the hot path it reads this thread's snapshot, checked
+    /// against the reload generation with one atomic load; after a reload (or on a thread's
+    /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
+    /// which the construction below rules out; callers fail closed on it anyway.
+    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet) -> R) -> Option<R> {
+        let generation = self.generation.load(Ordering::Acquire);
+        // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
+        let mut slot = Some(f);
+        let ran = SNAPSHOTS
+            .try_with(|cell| {
+                if let Ok(mut snapshots) = cell.try_borrow_mut() {
+                    match snapshots.iter_mut().find(|s| s.engine == self.id) {
+                        Some(snapshot) if snapshot.generation == generation => {}
+                        Some(snapshot) => {
+                            snapshot.policy = self.policy();
+                            snapshot.generation = generation;
+                        }
+                        None => {
+                            if snapshots.len() >= SNAPSHOTS_PER_THREAD {
+                                snapshots.remove(0);
+                            }
+                            snapshots.push(Snapshot {
+                                engine: self.id,
+                                generation,
+                                policy: self.policy(),
+                            });
+                        }
+                    }
+                }
+                // The mutable borrow above has ended, so a nested decision on this thread (an
+                // audit sink calling the engine) can read the snapshot too.
+                let snapshots = cell.try_borrow().ok()?;
+                let snapshot = snapshots
+                    .iter()
+                    .find(|s| s.engine == self.id && s.generation == generation)?;
+                slot.take().map(|f| f(&snapshot.policy))
+            })
+            .ok()
+            .flatten();
+        match (ran, slot.take()) {
+            (Some(result), _) => Some(result),
+            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock.
+            (None, Some(f)) => Some(f(&self.policy())),
+            (None, None) => None,
+        }
     }
 
     /// Loads policies from paths and replaces the current policy with them. If loading fails,
@@ -471,6 +548,37 @@ mod tests {
         assert!(!error.diagnostics.is_empty());
         assert_eq!(engine.check(&request).decision, Verdict::Allow);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn loaded(text: &str) -> LoadedPolicy {
+        let mut loader = PolicyLoader::new(Limits::DEFAULT);
+        loader.add_text("p.cap", text.to_owned(), PolicyFormat::Cap, None);
+        loader.finish().unwrap()
+    }
+
+    #[test]
+    fn a_reload_is_seen_by_every_thread_on_its_next_decision() {
+        let allow = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "j" } }"#;
+        let deny = r#"skill "s" { version "2" capability "c" { resource tool "other" operations call justification "j" } }"#;
+        let engine = Engine::builder(loaded(allow)).build();
+        let request = Request::new("s", "call", "tool:t");
+        let (to_worker, from_main) = std::sync::mpsc::channel::<()>();
+        let (to_main, from_worker) = std::sync::mpsc::channel::<Verdict>();
+        std::thread::scope(|scope| {
+            let (engine, request, to_main) = (&engine, &request, to_main.clone());
+            scope.spawn(move || {
+                // Warm this thread's snapshot, then decide again after the reload.
+                to_main.send(engine.check(request).decision).unwrap();
+                from_main.recv().unwrap();
+                to_main.send(engine.check(request).decision).unwrap();
+            });
+            assert_eq!(from_worker.recv().unwrap(), Verdict::Allow);
+            engine.reload(loaded(deny));
+            to_worker.send(()).unwrap();
+            assert_eq!(from_worker.recv().unwrap(), Verdict::Deny);
+        });
+        // And on this thread, whose snapshot was never taken before the reload.
+        assert_eq!(engine.check(&request).decision, Verdict::Deny);
     }
 
     #[test]

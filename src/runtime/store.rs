@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -221,6 +222,14 @@ type ShardGuards<'a> = [Option<MutexGuard<'a, RateShard>>; SHARD_COUNT];
 /// The single-process [`StateStore`].
 pub struct InMemoryStore {
     registry: RwLock<Registry>,
+    /// Set (inside the registry's write lock) by the first skill or capability revocation and
+    /// never cleared. Until then no call can be refused as revoked, so `is_revoked` and a
+    /// `process` commit skip the registry lock: the hot path of a gateway that has never
+    /// revoked anything writes to no shared cache line but its rate-limit shards.
+    // INVARIANT (ever-revoked): false implies no skill or capability revocation was recorded
+    // before the load that observed it; a call that sees false is ordered before the first
+    // revocation.
+    ever_revoked: AtomicBool,
     // INVARIANT (shard-count): exactly SHARD_COUNT shards, built in `new`.
     rate_shards: Box<[Mutex<RateShard>]>,
     shard_hasher: RandomState,
@@ -231,6 +240,7 @@ impl InMemoryStore {
     pub fn new() -> Self {
         Self {
             registry: RwLock::new(Registry::default()),
+            ever_revoked: AtomicBool::new(false),
             rate_shards: (0..SHARD_COUNT)
                 .map(|_| Mutex::new(HashMap::new()))
                 .collect(),
@@ -391,12 +401,18 @@ impl StateStore for InMemoryStore {
     }
 
     fn revoke_skill(&self, skill: &str) -> Result<(), StateError> {
-        self.write_registry().revoke_skill(skill);
+        let mut registry = self.write_registry();
+        // INVARIANT (ever-revoked): set while the write lock is held.
+        self.ever_revoked.store(true, Ordering::Release);
+        registry.revoke_skill(skill);
         Ok(())
     }
 
     fn revoke_capability(&self, skill: &str, capability: &str) -> Result<(), StateError> {
-        self.write_registry().revoke_capability(skill, capability);
+        let mut registry = self.write_registry();
+        // INVARIANT (ever-revoked): set while the write lock is held.
+        self.ever_revoked.store(true, Ordering::Release);
+        registry.revoke_capability(skill, capability);
         Ok(())
     }
 
@@ -409,7 +425,8 @@ impl StateStore for InMemoryStore {
     }
 
     fn is_revoked(&self, skill: &str, capability: &str) -> bool {
-        self.read_registry().is_revoked(skill, capability)
+        self.ever_revoked.load(Ordering::Acquire)
+            && self.read_registry().is_revoked(skill, capability)
     }
 
     fn approve(&self, skill: &str) -> Result<(), StateError> {
@@ -448,6 +465,12 @@ impl StateStore for InMemoryStore {
             self.check_rates(&guards, commit.rates, nanos)?;
             self.consume_rates(&mut guards, commit.rates, nanos);
             registry.spend(spend);
+        } else if matches!(commit.authority, Authority::Process)
+            && !self.ever_revoked.load(Ordering::Acquire)
+        {
+            // A process-lifetime call can only be refused as revoked, and nothing ever was.
+            self.check_rates(&guards, commit.rates, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, nanos);
         } else {
             let registry = self.read_registry();
             registry.check_authority(skill, capability, &commit.authority, now)?;
