@@ -656,3 +656,28 @@ fn replay_audit_writes_one_line_per_decision_and_never_the_payload() {
         "2026-12-01T10:00:01+00:00"
     );
 }
+
+/// Regression: `capgate replay ... | head` panicked with "failed printing to stdout: Broken pipe"
+/// once the reader went away. A closed standard output now ends the process quietly.
+#[test]
+fn regression_closed_stdout_ends_quietly_instead_of_panicking() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capgate"))
+        .args([
+            "replay",
+            "-p",
+            "policies",
+            "policies/meeting-scheduler/meeting-scheduler.session.jsonl",
+            "--format",
+            "text",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end before the child writes anything.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}

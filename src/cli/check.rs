@@ -100,9 +100,9 @@ pub fn run(args: CheckArgs) -> u8 {
     }
     let decision = engine.check(&request);
     match args.format {
-        Format::Text => print!("{}", decision_text(&decision)),
+        Format::Text => out!("{}", decision_text(&decision)),
         Format::Json => match serde_json::to_string(&decision) {
-            Ok(json) => println!("{json}"),
+            Ok(json) => outln!("{json}"),
             Err(e) => {
                 eprintln!("error: cannot print the decision: {e}");
                 return EXIT_INPUT;

@@ -54,9 +54,9 @@ pub fn run(args: ConvertArgs) -> u8 {
         return EXIT_INPUT;
     };
     match args.to {
-        Target::Cap => print!("{}", policy_to_cap(&policy)),
+        Target::Cap => out!("{}", policy_to_cap(&policy)),
         Target::Json => match to_json_text(&policy) {
-            Ok(text) => print!("{text}"),
+            Ok(text) => out!("{text}"),
             Err(e) => {
                 eprintln!("error: {}", e.message);
                 return EXIT_INPUT;

@@ -105,7 +105,7 @@ pub fn emit(sources: &SourceMap, reports: &[Report]) {
         }
         ErrorFormat::Json => {
             for report in reports {
-                println!("{}", render_json(sources, report));
+                outln!("{}", render_json(sources, report));
             }
         }
     }

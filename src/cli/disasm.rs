@@ -24,9 +24,9 @@ pub fn run(args: DisasmArgs) -> u8 {
         Err(code) => return code,
     };
     for skill in &policy.skills {
-        println!("skill `{}` (revision {:016x})", skill.name, skill.revision);
+        outln!("skill `{}` (revision {:016x})", skill.name, skill.revision);
         for capability in &skill.capabilities {
-            println!(
+            outln!(
                 "\ncapability `{}`: {} {} [{}]",
                 capability.name,
                 capability.resource.kind().name(),
@@ -38,12 +38,12 @@ pub fn run(args: DisasmArgs) -> u8 {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            print!("{}", disassemble(capability.program.program()));
+            out!("{}", disassemble(capability.program.program()));
             for limit in &capability.rate_limits {
-                println!("  then  rateLimit {}", limit.summary);
+                outln!("  then  rateLimit {}", limit.summary);
             }
         }
-        println!();
+        outln!();
     }
     EXIT_OK
 }

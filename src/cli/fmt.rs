@@ -85,7 +85,7 @@ fn format_file(path: &Path, check: bool) -> Result<bool, ()> {
         return Ok(false);
     }
     if check {
-        println!("would reformat {name}");
+        outln!("would reformat {name}");
     } else if let Err(e) = std::fs::write(path, formatted) {
         eprintln!("error: cannot write `{name}`: {e}");
         return Err(());

@@ -1,5 +1,23 @@
 //! The `capgate` command line: one file per subcommand, using only the library's public API.
 
+/// `println!` for the CLI: a closed standard output (the reader of a pipe went away, as in
+/// `capgate replay ... | head`) ends the process quietly instead of panicking.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for the CLI, with the same handling of a closed standard output as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod check;
 mod compile;
 mod convert;
@@ -66,6 +84,21 @@ enum Command {
     Lint(lint::LintArgs),
     /// Print a policy in its other form (`.cap` or JSON manifest).
     Convert(convert::ConvertArgs),
+}
+
+/// Writes to standard output. If the reader has gone away (broken pipe), the process exits
+/// with success: there is no one left to tell. Any other write error exits with the input-error
+/// code after a message on standard error.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(i32::from(EXIT_OK));
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(i32::from(EXIT_INPUT));
+    }
 }
 
 /// Parses arguments and runs the subcommand.

@@ -97,8 +97,8 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);
         match args.format {
-            Format::Json => println!("{}", result.json),
-            Format::Text => print!("{}", result.text),
+            Format::Json => outln!("{}", result.json),
+            Format::Text => out!("{}", result.text),
         }
     }
     if errors > 0 {

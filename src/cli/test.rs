@@ -37,15 +37,15 @@ pub fn run(args: TestArgs) -> u8 {
         });
     }
     for failure in &report.failures {
-        println!("{failure}");
+        outln!("{failure}");
     }
     for error in &report.errors {
         eprintln!("{error}");
     }
     if args.coverage {
-        print!("{}", report.coverage);
+        out!("{}", report.coverage);
     }
-    println!("{} passed, {} failed", report.passed, report.failed);
+    outln!("{} passed, {} failed", report.passed, report.failed);
     if !report.errors.is_empty() {
         EXIT_INPUT
     } else if report.failed > 0 {

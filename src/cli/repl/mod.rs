@@ -57,7 +57,7 @@ pub fn run(args: ReplArgs) -> u8 {
     let vocabulary = Vocabulary::default();
     let mut repl = Repl::new(style, vocabulary.clone(), now);
     if std::io::stdin().is_terminal() {
-        println!("capgate repl — `:help` lists commands, `:quit` or Ctrl-D exits");
+        outln!("capgate repl — `:help` lists commands, `:quit` or Ctrl-D exits");
         repl.load_initial(args.policies);
         interactive(&mut repl, vocabulary, style)
     } else {

@@ -219,19 +219,19 @@ impl Repl {
     }
 
     fn help(&self) {
-        println!("Inputs:");
-        println!("  {{\"skill\": ..., \"operation\": ..., \"resource\": ...}}   decide a request");
-        println!("      (the :agent, :context and :payload set fill in fields it omits)");
-        println!("  fieldMatches payload.email ~ /.*@example\\.com/      evaluate a constraint");
-        println!("  skill \"name\" {{ ... }}                               add or replace a skill");
-        println!("Commands:");
+        outln!("Inputs:");
+        outln!("  {{\"skill\": ..., \"operation\": ..., \"resource\": ...}}   decide a request");
+        outln!("      (the :agent, :context and :payload set fill in fields it omits)");
+        outln!("  fieldMatches payload.email ~ /.*@example\\.com/      evaluate a constraint");
+        outln!("  skill \"name\" {{ ... }}                               add or replace a skill");
+        outln!("Commands:");
         for (name, args, what) in COMMANDS {
             let usage = if args.is_empty() {
                 name.to_owned()
             } else {
                 format!("{name} {args}")
             };
-            println!("  {usage:<44} {what}");
+            outln!("  {usage:<44} {what}");
         }
     }
 
@@ -254,7 +254,7 @@ impl Repl {
         let mut files = self.files.clone();
         files.extend(words.iter().map(PathBuf::from));
         if self.load_files(files) {
-            println!(
+            outln!(
                 "loaded {} skill(s) from {} path(s)",
                 self.file_skills.len(),
                 self.files.len()
@@ -271,7 +271,7 @@ impl Repl {
             return;
         }
         if self.load_files(self.files.clone()) {
-            println!("reloaded {} skill(s)", self.file_skills.len());
+            outln!("reloaded {} skill(s)", self.file_skills.len());
         }
     }
 
@@ -281,7 +281,7 @@ impl Repl {
             return;
         }
         if self.load_files(paths.clone()) {
-            println!(
+            outln!(
                 "loaded {} skill(s) from {} path(s)",
                 self.file_skills.len(),
                 self.files.len()
@@ -304,7 +304,7 @@ impl Repl {
                 // skill of the same name.
                 for skill in &policy.skills {
                     if self.typed_skills.iter().any(|t| t.name == skill.name) {
-                        println!(
+                        outln!(
                             "note: skill `{}` from the files replaces the one typed here",
                             skill.name
                         );
@@ -358,7 +358,7 @@ impl Repl {
         for skill in policy.skills {
             let replaced = self.file_skills.iter().any(|s| s.name == skill.name)
                 || self.typed_skills.iter().any(|s| s.name == skill.name);
-            println!(
+            outln!(
                 "{} skill `{}` ({} capabilit{})",
                 if replaced { "replaced" } else { "added" },
                 skill.name,
@@ -381,7 +381,7 @@ impl Repl {
         }
         let policy = self.engine.policy();
         if policy.skills().is_empty() {
-            println!("no skills loaded (`:load FILE` or type a `skill` block)");
+            outln!("no skills loaded (`:load FILE` or type a `skill` block)");
             return;
         }
         for skill in policy.skills() {
@@ -393,14 +393,14 @@ impl Repl {
                     .as_ref()
                     .map_or_else(String::new, |l| l.file.to_string())
             };
-            println!(
+            outln!(
                 "{} {} {}",
                 self.style.heading(&format!("skill `{}`", skill.name)),
                 skill.version,
                 self.style.dim(&format!("({origin})"))
             );
             for capability in &skill.capabilities {
-                println!(
+                outln!(
                     "  capability `{}`: {} {} [{}], lifetime {}",
                     capability.name,
                     capability.resource.kind().name(),
@@ -433,18 +433,18 @@ impl Repl {
             ));
             return;
         };
-        println!(
+        outln!(
             "capability `{}`: {} {}",
             capability.name,
             capability.resource.kind().name(),
             capability.resource.locator()
         );
-        print!(
+        out!(
             "{}",
             capgate::bytecode::disasm::disassemble(capability.program.program())
         );
         for limit in &capability.rate_limits {
-            println!("  then  rateLimit {}", limit.summary);
+            outln!("  then  rateLimit {}", limit.summary);
         }
     }
 
@@ -463,8 +463,8 @@ impl Repl {
         if text.is_empty() {
             let current = self.slot(which).and_then(|v| v.clone());
             match current {
-                Some(value) => println!("{which} {value}"),
-                None => println!("{which} is not set"),
+                Some(value) => outln!("{which} {value}"),
+                None => outln!("{which} is not set"),
             }
             return;
         }
@@ -482,7 +482,7 @@ impl Repl {
             ));
             return;
         }
-        println!("{which} {value}");
+        outln!("{which} {value}");
         if let Some(slot) = self.slot(which) {
             *slot = Some(value);
         }
@@ -496,7 +496,7 @@ impl Repl {
         match self.slot(which) {
             Some(slot) => {
                 *slot = None;
-                println!("{which} cleared");
+                outln!("{which} cleared");
             }
             None => self.error(&format!(
                 "`{which}` is not one of `agent`, `context`, `payload`"
@@ -506,13 +506,13 @@ impl Repl {
 
     fn time(&self, text: &str) {
         if text.is_empty() {
-            println!("time {}", self.clock.now().to_rfc3339());
+            outln!("time {}", self.clock.now().to_rfc3339());
             return;
         }
         match capgate::parse_timestamp(text) {
             Some(time) => {
                 self.clock.set(time);
-                println!("time {}", time.to_rfc3339());
+                outln!("time {}", time.to_rfc3339());
             }
             None => self.error(&format!("`{text}` is not an RFC 3339 timestamp")),
         }
@@ -531,7 +531,7 @@ impl Repl {
             }
         };
         match self.clock.advance(duration) {
-            Ok(now) => println!("time {}", now.to_rfc3339()),
+            Ok(now) => outln!("time {}", now.to_rfc3339()),
             Err(e) => self.error(&format!("cannot advance the clock: {e}")),
         }
     }
@@ -550,7 +550,7 @@ impl Repl {
             self.engine.end_transaction(tx)
         };
         match result {
-            Ok(()) => println!("{verb} transaction `{tx}`"),
+            Ok(()) => outln!("{verb} transaction `{tx}`"),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -570,7 +570,7 @@ impl Repl {
         {
             Ok(token) => {
                 let scope = transaction.map_or_else(String::new, |tx| format!(" in `{tx}`"));
-                println!("grant `{token}` for `{skill}`/`{capability}`{scope}");
+                outln!("grant `{token}` for `{skill}`/`{capability}`{scope}");
             }
             Err(e) => self.error(&e.to_string()),
         }
@@ -590,7 +590,7 @@ impl Repl {
             }
         };
         match result {
-            Ok(()) => println!("revoked {what}"),
+            Ok(()) => outln!("revoked {what}"),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -606,7 +606,7 @@ impl Repl {
             return;
         }
         match self.engine.approve(skill) {
-            Ok(()) => println!("approved skill `{skill}`"),
+            Ok(()) => outln!("approved skill `{skill}`"),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -643,13 +643,13 @@ impl Repl {
         match Request::from_value(value.clone(), &self.limits) {
             Ok(request) => {
                 let decision = self.engine.check(&request);
-                print!("{}", decision_text(self.style, &decision));
+                out!("{}", decision_text(self.style, &decision));
                 self.last = Some((request, decision));
             }
             // Not a valid request: the engine denies it with reason `input`, as on the wire.
             Err(_) => {
                 let decision = self.engine.check_value(value);
-                print!("{}", decision_text(self.style, &decision));
+                out!("{}", decision_text(self.style, &decision));
                 self.last = None;
             }
         }
@@ -680,10 +680,10 @@ impl Repl {
         match evaluate_constraint(text, &input, self.limits) {
             Ok(evaluation) => {
                 let request = constraint_request(&input);
-                println!("{}", self.style.truth(evaluation.holds()));
+                outln!("{}", self.style.truth(evaluation.holds()));
                 for check in &evaluation.checks {
                     if evaluation.checks.len() > 1 {
-                        println!("  {} {}", self.style.mark(check.holds), check.summary);
+                        outln!("  {} {}", self.style.mark(check.holds), check.summary);
                     }
                     for test in &check.tests {
                         print_test(self.style, test, &request, "  ");
@@ -708,18 +708,20 @@ impl Repl {
             self.error("no valid request yet: type one as JSON first");
             return;
         };
-        println!(
+        outln!(
             "request: {} {} {}",
-            request.skill, request.operation, request.resource
+            request.skill,
+            request.operation,
+            request.resource
         );
         let traces = self.engine.explain(request);
         if traces.is_empty() {
-            println!("no candidate capability (unknown skill, resource or operation)");
+            outln!("no candidate capability (unknown skill, resource or operation)");
         }
         let policy = self.engine.policy();
         for trace in &traces {
             let holds = trace.checks.iter().all(|(_, holds, _)| *holds);
-            println!(
+            outln!(
                 "{} {}",
                 self.style.mark(holds),
                 self.style
@@ -730,7 +732,7 @@ impl Repl {
                 .and_then(|s| s.capability(&trace.capability))
                 .map(|c| &c.program.program().checks);
             if trace.checks.is_empty() {
-                println!("    (no constraints)");
+                outln!("    (no constraints)");
             }
             for (index, (summary, holds, tests)) in trace.checks.iter().enumerate() {
                 let location = checks
@@ -740,7 +742,7 @@ impl Repl {
                     .map_or_else(String::new, |l| {
                         format!("  {}", self.style.dim(&l.to_string()))
                     });
-                println!("    {} {summary}{location}", self.style.mark(*holds));
+                outln!("    {} {summary}{location}", self.style.mark(*holds));
                 for test in tests {
                     print_test(self.style, test, request, "        ");
                 }
@@ -750,7 +752,7 @@ impl Repl {
                 .and_then(|s| s.capability(&trace.capability))
             {
                 for limit in &capability.rate_limits {
-                    println!(
+                    outln!(
                         "    {} rateLimit {} (stateful: see the decision)",
                         self.style.dim("·"),
                         limit.summary
@@ -758,7 +760,7 @@ impl Repl {
                 }
             }
         }
-        print!("decision: {}", decision_text(self.style, decision));
+        out!("decision: {}", decision_text(self.style, decision));
     }
 }
 
@@ -799,7 +801,7 @@ fn print_test(style: Style, test: &capgate::vm::TestReport, request: &Request, i
         },
         None => String::new(),
     };
-    println!("{indent}{} {path}{}", style.mark(test.holds), test.message);
+    outln!("{indent}{} {path}{}", style.mark(test.holds), test.message);
 }
 
 /// Prints diagnostics with the offending source line and a caret under the column. `typed` is
