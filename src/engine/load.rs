@@ -105,6 +105,11 @@ impl PolicyLoader {
     /// its top level is an object with a `skill` member; other JSON files (schemas, data) are
     /// skipped. Named files are always loaded.
     pub fn add_path(&mut self, path: &Path) {
+        if let Err(e) = std::fs::metadata(path) {
+            let name = path.display().to_string();
+            self.file_error(&name, format!("cannot read `{name}`: {e}"));
+            return;
+        }
         if path.is_dir() {
             let mut found = Vec::new();
             collect(path, &mut found);
