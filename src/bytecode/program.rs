@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::index::{Index, lookup};
 use super::op::Op;
 use super::resource::ResourcePattern;
 use super::schema::SchemaProgram;
@@ -30,6 +29,17 @@ pub enum JsonRoot {
     Agent,
     /// The caller's context object.
     Context,
+}
+
+impl JsonRoot {
+    /// The root keyword (`payload`, `agent`, `context`).
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonRoot::Payload => "payload",
+            JsonRoot::Agent => "agent",
+            JsonRoot::Context => "context",
+        }
+    }
 }
 
 /// How a path reads the request, resolved at compile time.
@@ -196,13 +206,6 @@ pub struct Program {
     pub checks: Vec<CheckInfo>,
     /// The deepest the stack gets, as computed by the compiler (the verifier re-derives it).
     pub max_stack: u16,
-}
-
-impl Program {
-    /// Looks up any table entry by its typed index.
-    pub fn entry<'a, I: Index, T>(&self, table: &'a [T], index: I) -> Option<&'a T> {
-        lookup(table, index)
-    }
 }
 
 /// A rate limit of a capability.

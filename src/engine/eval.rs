@@ -114,6 +114,28 @@ impl Engine {
         }
     }
 
+    /// What the programs of one candidate read: the request, borrowed, with its bindings.
+    fn input<'r>(
+        &self,
+        request: &'r Request,
+        resource: &'r RequestResource<'r>,
+        bindings: &'r Bindings<'r>,
+        now: DateTime<Utc>,
+    ) -> Input<'r> {
+        Input {
+            payload: &request.payload,
+            agent: &request.agent,
+            context: &request.context,
+            resource,
+            bindings,
+            skill: &request.skill,
+            operation: &request.operation,
+            transaction: request.transaction.as_deref(),
+            now,
+            max_array_scan: self.limits.max_array_scan,
+        }
+    }
+
     pub(super) fn decide(&self, request: &Request) -> Decision {
         self.with_policy(|policy| self.decide_in(policy, request))
             .unwrap_or_else(|| {
@@ -175,9 +197,8 @@ impl Engine {
         let mut operation_matched = false;
         let mut bindings = Bindings::new();
         for capability in &skill.capabilities {
-            if capability.resource.kind() != resource.kind()
-                || !capability.resource.matches(&resource, &mut bindings)
-            {
+            // `matches` compares the resource kind too.
+            if !capability.resource.matches(&resource, &mut bindings) {
                 continue;
             }
             resource_matched = true;
@@ -185,18 +206,7 @@ impl Engine {
                 continue;
             }
             operation_matched = true;
-            let input = Input {
-                payload: &request.payload,
-                agent: &request.agent,
-                context: &request.context,
-                resource: &resource,
-                bindings: &bindings,
-                skill: &request.skill,
-                operation: &request.operation,
-                transaction: request.transaction.as_deref(),
-                now,
-                max_array_scan: self.limits.max_array_scan,
-            };
+            let input = self.input(request, &resource, &bindings, now);
             match self.candidate(skill, capability, request, &input, now) {
                 Step::Decides(decision) => return self.finish(decision),
                 // `candidate` never answers `Holds`: it goes on to a decision or a failure.
@@ -459,11 +469,19 @@ impl Engine {
             }
             (LifetimeSpec::Process, _) => Authority::Process,
         };
+        // Never commit with fewer charges than the capability declares (the loop above already
+        // aborts past MAX_RATE_LIMITS; this keeps the commit itself from dropping any).
+        let Some(rates) = charges.get(..capability.rate_limits.len()) else {
+            return Step::Abort(Reason::request(
+                ReasonKind::Input,
+                "internal error: too many rate limits",
+            ));
+        };
         let commit = Commit {
             skill: &skill.name,
             capability: &capability.name,
             authority,
-            rates: charges.get(..capability.rate_limits.len()).unwrap_or(&[]),
+            rates,
         };
         match store.commit(&commit, now) {
             Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
@@ -513,33 +531,29 @@ impl Engine {
     ) -> Option<Decision> {
         let autonomy = autonomy(request);
         let reason = if autonomy < capability.required_autonomy {
-            Some(Reason {
-                capability: Some(capability.name.clone()),
-                constraint: ReasonKind::Risk,
-                path: None,
-                message: format!(
+            Some(reason_for(
+                capability,
+                ReasonKind::Risk,
+                format!(
                     "autonomy {autonomy} is below the {} required by the capability's risk",
                     capability.required_autonomy
                 ),
-                source: capability.location.as_ref().map(ToString::to_string),
-            })
+            ))
         } else if capability.sensitivity == SensitivityLevel::Elevated
             && !self
                 .state
                 .as_ref()
                 .is_some_and(|store| store.is_approved(&skill.name))
         {
-            Some(Reason {
-                capability: Some(capability.name.clone()),
-                constraint: ReasonKind::Sensitivity,
-                path: None,
-                message: format!(
+            Some(reason_for(
+                capability,
+                ReasonKind::Sensitivity,
+                format!(
                     "capability {} is elevated and skill {} has no recorded approval",
                     quote(&capability.name),
                     quote(&skill.name)
                 ),
-                source: capability.location.as_ref().map(ToString::to_string),
-            })
+            ))
         } else {
             None
         };
@@ -567,24 +581,12 @@ impl Engine {
         let mut traces = Vec::new();
         let mut bindings = Bindings::new();
         for capability in &skill.capabilities {
-            if capability.resource.kind() != resource.kind()
-                || !capability.resource.matches(&resource, &mut bindings)
+            if !capability.resource.matches(&resource, &mut bindings)
                 || !capability.allows_operation(&request.operation)
             {
                 continue;
             }
-            let input = Input {
-                payload: &request.payload,
-                agent: &request.agent,
-                context: &request.context,
-                resource: &resource,
-                bindings: &bindings,
-                skill: &request.skill,
-                operation: &request.operation,
-                transaction: request.transaction.as_deref(),
-                now,
-                max_array_scan: self.limits.max_array_scan,
-            };
+            let input = self.input(request, &resource, &bindings, now);
             let mut tracer = Everything::default();
             let _ = crate::vm::trace(&capability.program, &input, &mut tracer, true);
             let checks = tracer
@@ -613,9 +615,7 @@ impl Engine {
 /// template or reordered bindings let an old grant through).
 fn pinned_refusal(old: &CompiledCapability, input: &Input<'_>) -> Option<Reason> {
     let mut bindings = Bindings::new();
-    if old.resource.kind() != input.resource.kind()
-        || !old.resource.matches(input.resource, &mut bindings)
-    {
+    if !old.resource.matches(input.resource, &mut bindings) {
         return Some(reason_for(
             old,
             ReasonKind::Resource,
@@ -682,11 +682,7 @@ fn validate(request: &Request) -> Option<Reason> {
         }
     }
     if let Some(autonomy) = &request.autonomy {
-        let valid = autonomy.as_u64().is_some_and(|n| n <= 100)
-            || autonomy
-                .as_f64()
-                .is_some_and(|f| f.fract() == 0.0 && (0.0..=100.0).contains(&f));
-        if !valid {
+        if autonomy_score(autonomy).is_none() {
             return Some(Reason::request(
                 ReasonKind::Input,
                 format!(
@@ -699,18 +695,23 @@ fn validate(request: &Request) -> Option<Reason> {
     None
 }
 
+/// An autonomy score: an integer in 0..=100, written as `75` or `75.0`.
+fn autonomy_score(value: &Value) -> Option<u8> {
+    let score = match value.as_u64() {
+        Some(n) => u8::try_from(n).ok(),
+        None => value
+            .as_f64()
+            .and_then(|f| (0..=100u8).find(|n| f64::from(*n) == f)),
+    };
+    score.filter(|n| *n <= 100)
+}
+
+/// The request's autonomy score; absent means 0 (`validate` has refused invalid ones).
 fn autonomy(request: &Request) -> u8 {
     request
         .autonomy
         .as_ref()
-        .and_then(|a| {
-            a.as_u64().or_else(|| {
-                a.as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                    .map(|f| f.min(100.0) as u64)
-            })
-        })
-        .and_then(|n| u8::try_from(n).ok())
+        .and_then(autonomy_score)
         .unwrap_or(0)
 }
 

@@ -169,18 +169,17 @@ impl Request {
 /// True when `value` nests arrays/objects more than `limit` levels deep. Iterative, so a deep
 /// value cannot overflow the stack here.
 pub fn depth_exceeds(value: &Value, limit: usize) -> bool {
+    // An explicit stack of (value, depth of its parent): no recursion, and no allocation per
+    // node beyond the stack's amortised growth.
     let mut stack = vec![(value, 0usize)];
     while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
         let depth = depth + 1;
-        if depth > limit {
-            return true;
+        match value {
+            Value::Array(_) | Value::Object(_) if depth > limit => return true,
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, depth))),
+            Value::Object(map) => stack.extend(map.values().map(|child| (child, depth))),
+            _ => {}
         }
-        stack.extend(children.map(|child| (child, depth)));
     }
     false
 }

@@ -10,6 +10,8 @@
 //! Cost: every jump is forward, so each instruction runs at most once per evaluation; a test
 //! visits at most the payload nodes its path reaches. See `docs/bytecode.md` for the bound.
 
+use std::cmp::Ordering;
+
 use chrono::{DateTime, Utc};
 
 use super::input::Input;
@@ -516,11 +518,7 @@ fn test<S: Sink>(
 fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
     match &path.access {
         PathAccess::Json { root, .. } => {
-            let mut text = String::from(match root {
-                crate::bytecode::program::JsonRoot::Payload => "payload",
-                crate::bytecode::program::JsonRoot::Agent => "agent",
-                crate::bytecode::program::JsonRoot::Context => "context",
-            });
+            let mut text = String::from(root.name());
             if trail.segments.is_empty() {
                 // The walk never stepped (e.g. it held, or the root itself failed): print the
                 // path as written.
@@ -547,26 +545,33 @@ pub fn nanos(t: DateTime<Utc>) -> i128 {
     i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
 }
 
+/// Whether every bound holds, given how the subject orders against each bound's constant
+/// (`None`, e.g. a constant of the wrong kind, fails the bound).
+fn within(bounds: &BoundSet, order: impl Fn(&BoundConst) -> Option<Ordering>) -> bool {
+    bounds
+        .bounds
+        .iter()
+        .all(|(cmp, bound)| order(bound).is_some_and(|ordering| cmp.holds(ordering)))
+}
+
 fn number_in_bounds(n: &serde_json::Number, bounds: &BoundSet) -> bool {
-    bounds.bounds.iter().all(|(cmp, bound)| match bound {
-        BoundConst::Number(limit) => {
-            crate::value::cmp_numbers(n, limit).is_some_and(|ordering| cmp.holds(ordering))
-        }
-        BoundConst::Nanos(_) | BoundConst::Now => false,
+    within(bounds, |bound| match bound {
+        BoundConst::Number(limit) => crate::value::cmp_numbers(n, limit),
+        BoundConst::Nanos(_) | BoundConst::Now => None,
     })
 }
 
 fn instant_in_bounds(t: DateTime<Utc>, now: DateTime<Utc>, bounds: &BoundSet) -> bool {
-    bounds.bounds.iter().all(|(cmp, bound)| match bound {
-        BoundConst::Now => cmp.holds(t.cmp(&now)),
-        BoundConst::Number(_) | BoundConst::Nanos(_) => false,
+    within(bounds, |bound| match bound {
+        BoundConst::Now => Some(t.cmp(&now)),
+        BoundConst::Number(_) | BoundConst::Nanos(_) => None,
     })
 }
 
 fn nanos_in_bounds(d: i128, bounds: &BoundSet) -> bool {
-    bounds.bounds.iter().all(|(cmp, bound)| match bound {
-        BoundConst::Nanos(limit) => cmp.holds(d.cmp(limit)),
-        BoundConst::Number(_) | BoundConst::Now => false,
+    within(bounds, |bound| match bound {
+        BoundConst::Nanos(limit) => Some(d.cmp(limit)),
+        BoundConst::Number(_) | BoundConst::Now => None,
     })
 }
 

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::resource::{Bindings, RequestResource};
+use crate::bytecode::program::JsonRoot;
 
 /// Everything a program may read, borrowed from the request for one evaluation.
 #[derive(Debug, Clone, Copy)]
@@ -28,4 +29,15 @@ pub struct Input<'r> {
     pub now: DateTime<Utc>,
     /// The longest array a `[*]` may scan.
     pub max_array_scan: usize,
+}
+
+impl<'r> Input<'r> {
+    /// The JSON document a path rooted at `root` reads.
+    pub fn document(&self, root: JsonRoot) -> &'r Value {
+        match root {
+            JsonRoot::Payload => self.payload,
+            JsonRoot::Agent => self.agent,
+            JsonRoot::Context => self.context,
+        }
+    }
 }

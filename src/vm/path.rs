@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::input::Input;
 use super::resource::QueryValue;
-use crate::bytecode::program::{CompiledPath, JsonRoot, PathAccess};
+use crate::bytecode::program::{CompiledPath, PathAccess};
 use crate::value::Segment;
 
 /// One value a path reached.
@@ -153,11 +153,7 @@ pub fn visit<'r, T: Trail>(
     };
     match &path.access {
         PathAccess::Json { root, segments } => {
-            let document = match root {
-                JsonRoot::Payload => input.payload,
-                JsonRoot::Agent => input.agent,
-                JsonRoot::Context => input.context,
-            };
+            let document = input.document(*root);
             // An absent root reads as `null` (SPEC §4), so a path below it is absent, not a
             // wrong shape (regression: `optional` constraints failed on a request without a
             // payload).
@@ -269,11 +265,7 @@ pub fn with_single<R>(
 ) -> R {
     match &path.access {
         PathAccess::Json { root, segments } => {
-            let mut value = match root {
-                JsonRoot::Payload => input.payload,
-                JsonRoot::Agent => input.agent,
-                JsonRoot::Context => input.context,
-            };
+            let mut value = input.document(*root);
             // As in `visit`: below a `null` (absent) root, a path is absent.
             if value.is_null() && !segments.is_empty() {
                 return f(Err(Stop::Missing));
