@@ -14,6 +14,7 @@ pub mod runtime;
 pub mod session;
 pub mod span;
 pub mod syntax;
+pub mod tape;
 pub mod testing;
 pub mod value;
 pub mod vm;

@@ -23,7 +23,10 @@ pub use audit::{AuditRecord, AuditSink, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
 pub use eval::CandidateTrace;
 pub use load::{Diagnostic, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader};
-pub use request::{Request, RequestError, depth_exceeds, parse_json_with_depth, parse_strict_json};
+pub use request::{
+    Request, RequestError, depth_exceeds, parse_json_slice_with_depth, parse_json_with_depth,
+    parse_strict_json,
+};
 
 use crate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use crate::limits::Limits;

@@ -205,6 +205,20 @@ pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, Stri
     Ok(value)
 }
 
+/// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
+/// refused (outside strings any non-ASCII byte is already a syntax error).
+pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    deserializer.disable_recursion_limit();
+    let value = StrictValue {
+        depth_left: max_depth,
+    }
+    .deserialize(&mut deserializer)
+    .map_err(|e| e.to_string())?;
+    deserializer.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
 thread_local! {
     /// The nesting budget of the request being parsed on this thread (see `from_slice`).
     static DEPTH_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };

@@ -1,0 +1,446 @@
+//! A borrowed JSON "tape": one validating pass over the request bytes that stores a flat array of
+//! small [`Node`]s pointing into them, instead of building a `serde_json::Value`.
+//!
+//! - [`Tape`] owns the reusable buffers (nodes, the parse stack, the duplicate-key set). Parsing
+//!   into a warm tape allocates nothing unless the input needs more room than any before it.
+//! - [`Doc`] is one parsed document: the input bytes plus the nodes, borrowed from the tape.
+//! - [`NodeRef`] is a value inside a [`Doc`]: its [`Kind`], scalar accessors (strings are decoded
+//!   lazily, borrowed when they hold no escapes), member/element navigation, its nesting depth and
+//!   a conversion to `serde_json::Value`.
+//! - [`TapeError`] says why bytes are not accepted, with the byte offset.
+//!
+//! The tape accepts exactly what [`parse_json_slice_with_depth`] accepts (serde_json with
+//! `float_roundtrip`, plus duplicate keys refused at any depth and at most `max_depth` nested
+//! arrays/objects), and [`NodeRef::to_value`] of the root equals the `Value` it returns.
+//!
+//! Layout: the nodes are in document order (pre-order). A container's node is followed by its
+//! children; an object's children are its members, each a key node followed by the value's
+//! subtree. Every node records `next`, the index of the first node after its subtree, so
+//! siblings are one step apart whatever they contain.
+//!
+//! [`parse_json_slice_with_depth`]: crate::engine::parse_json_slice_with_depth
+
+mod keys;
+mod scan;
+mod string;
+
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use serde_json::{Map, Number, Value};
+
+use keys::KeySet;
+use scan::Frame;
+use string::DecodedBytes;
+
+/// What a JSON value is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool,
+    /// A number.
+    Number,
+    /// A string (also every object key).
+    String,
+    /// An array.
+    Array,
+    /// An object.
+    Object,
+}
+
+/// The body of a string node holds at least one escape.
+const ESCAPED: u8 = 1;
+
+/// One value on the tape.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    /// Strings: the first byte after the opening quote; other values: their first byte.
+    start: u32,
+    /// Strings: the closing quote; other values: one past their last byte.
+    end: u32,
+    // INVARIANT (next): the index of the first node after this node's subtree (index + 1 for a
+    // scalar); set by the parser when the value is complete.
+    next: u32,
+    /// Containers: the number of elements or members; 0 for scalars.
+    len: u32,
+    /// Containers: nested arrays/objects inside and including this one; 0 for scalars.
+    depth: u32,
+    kind: Kind,
+    flags: u8,
+}
+
+impl Node {
+    /// Strings: the bytes between the quotes; other values: their text.
+    #[inline]
+    fn body<'b>(&self, bytes: &'b [u8]) -> &'b [u8] {
+        bytes
+            .get(usize_from(self.start)..usize_from(self.end))
+            .unwrap_or_default()
+    }
+
+    #[inline]
+    fn escaped(&self) -> bool {
+        self.flags & ESCAPED != 0
+    }
+}
+
+/// Whether two string nodes decode to the same string: a byte comparison when neither has
+/// escapes, a streaming decoded comparison (no allocation) otherwise.
+#[inline]
+fn keys_equal(bytes: &[u8], a: &Node, b: &Node) -> bool {
+    let (body_a, body_b) = (a.body(bytes), b.body(bytes));
+    match (a.escaped(), b.escaped()) {
+        (false, false) => body_a == body_b,
+        (true, false) => DecodedBytes::new(body_a).eq(body_b.iter().copied()),
+        (false, true) => DecodedBytes::new(body_b).eq(body_a.iter().copied()),
+        (true, true) => DecodedBytes::new(body_a).eq(DecodedBytes::new(body_b)),
+    }
+}
+
+/// A `u32` offset or index as a `usize` (lossless on every target capgate builds for).
+#[inline(always)]
+fn usize_from(value: u32) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+/// Why bytes were not accepted as one JSON value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("{kind} at byte {offset}")]
+pub struct TapeError {
+    /// The byte offset where the problem was found.
+    pub offset: u32,
+    /// What the problem is.
+    pub kind: ErrorKind,
+}
+
+/// What is wrong with the input, for [`TapeError`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    /// The input is longer than `u32::MAX` bytes.
+    #[error("input is {0} bytes, more than the tape's limit of 4294967295")]
+    TooLong(usize),
+    /// The input ends inside a value.
+    #[error("unexpected end of input")]
+    UnexpectedEnd,
+    /// A value was expected here.
+    #[error("expected a value")]
+    ExpectedValue,
+    /// An object key (a string) was expected here.
+    #[error("expected an object key")]
+    ExpectedKey,
+    /// `:` was expected after an object key.
+    #[error("expected `:` after an object key")]
+    ExpectedColon,
+    /// `,` or `]` was expected after an array element.
+    #[error("expected `,` or `]` after an array element")]
+    ExpectedCommaOrBracket,
+    /// `,` or `}` was expected after an object member.
+    #[error("expected `,` or `}}` after an object member")]
+    ExpectedCommaOrBrace,
+    /// Something other than whitespace follows the value.
+    #[error("trailing characters after the value")]
+    TrailingCharacters,
+    /// `true`, `false` or `null` is misspelt.
+    #[error("invalid literal")]
+    InvalidLiteral,
+    /// The number does not follow JSON's number grammar.
+    #[error("invalid number")]
+    InvalidNumber,
+    /// The number is too large for an `f64`.
+    #[error("number out of range")]
+    NumberOutOfRange,
+    /// A string holds a raw control character (below 0x20).
+    #[error("control character in a string")]
+    ControlCharacter,
+    /// A string holds an unknown escape or a `\u` with bad hex digits.
+    #[error("invalid escape in a string")]
+    InvalidEscape,
+    /// A `\u` escape is a surrogate that is not part of a high-low pair.
+    #[error("lone surrogate in a `\\u` escape")]
+    LoneSurrogate,
+    /// A string is not valid UTF-8.
+    #[error("invalid utf-8 in a string")]
+    InvalidUtf8,
+    /// An object has the same key twice (compared after decoding escapes).
+    #[error("duplicate key `{0}`")]
+    DuplicateKey(String),
+    /// Arrays/objects nest deeper than the limit.
+    #[error("json nested too deeply (more than {0} levels)")]
+    TooDeep(usize),
+}
+
+/// Reusable buffers for parsing JSON documents onto a tape.
+#[derive(Debug, Clone, Default)]
+pub struct Tape {
+    nodes: Vec<Node>,
+    stack: Vec<Frame>,
+    keys: KeySet,
+}
+
+impl Tape {
+    /// An empty tape.
+    pub fn new() -> Self {
+        Tape::default()
+    }
+
+    /// Parses `bytes` as one JSON value, replacing the tape's contents; no allocation once warm
+    /// (when the tape has parsed an input needing as many nodes, as deep a nesting and as many
+    /// keys in large objects before).
+    pub fn parse<'t>(
+        &'t mut self,
+        bytes: &'t [u8],
+        max_depth: usize,
+    ) -> Result<Doc<'t>, TapeError> {
+        scan::parse(self, bytes, max_depth)?;
+        Ok(Doc {
+            bytes,
+            nodes: &self.nodes,
+        })
+    }
+}
+
+/// One parsed JSON document: the input bytes and its nodes.
+#[derive(Clone, Copy, Debug)]
+pub struct Doc<'t> {
+    bytes: &'t [u8],
+    // INVARIANT (non-empty): a successful parse leaves at least the root node.
+    nodes: &'t [Node],
+}
+
+impl<'t> Doc<'t> {
+    /// The document's top-level value.
+    pub fn root(self) -> NodeRef<'t> {
+        NodeRef {
+            doc: self,
+            index: 0,
+        }
+    }
+
+    /// The input the document was parsed from.
+    pub fn bytes(self) -> &'t [u8] {
+        self.bytes
+    }
+}
+
+/// One value inside a [`Doc`].
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRef<'t> {
+    doc: Doc<'t>,
+    index: usize,
+}
+
+/// A node placeholder for out-of-range indices (unreachable: indices come from the parser).
+const NULL_NODE: Node = Node {
+    start: 0,
+    end: 0,
+    next: u32::MAX,
+    len: 0,
+    depth: 0,
+    kind: Kind::Null,
+    flags: 0,
+};
+
+impl<'t> NodeRef<'t> {
+    #[inline]
+    fn node(self) -> &'t Node {
+        self.doc.nodes.get(self.index).unwrap_or(&NULL_NODE)
+    }
+
+    #[inline]
+    fn at(self, index: usize) -> NodeRef<'t> {
+        NodeRef {
+            doc: self.doc,
+            index,
+        }
+    }
+
+    /// What the value is.
+    #[inline]
+    pub fn kind(self) -> Kind {
+        self.node().kind
+    }
+
+    /// The boolean, for `true`/`false`.
+    pub fn as_bool(self) -> Option<bool> {
+        match (self.kind(), self.raw()) {
+            (Kind::Bool, b"true") => Some(true),
+            (Kind::Bool, _) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The decoded string, for a string: borrowed from the input when it holds no escapes.
+    pub fn as_str(self) -> Option<Cow<'t, str>> {
+        let node = self.node();
+        if node.kind != Kind::String {
+            return None;
+        }
+        let body = node.body(self.doc.bytes);
+        Some(if node.escaped() {
+            Cow::Owned(string::decode(body))
+        } else {
+            // Valid UTF-8 (checked by the parse), so this borrows.
+            String::from_utf8_lossy(body)
+        })
+    }
+
+    /// True for a string equal to `other` after decoding; allocates nothing.
+    #[inline]
+    pub fn str_eq(self, other: &str) -> bool {
+        let node = self.node();
+        if node.kind != Kind::String {
+            return false;
+        }
+        let body = node.body(self.doc.bytes);
+        if node.escaped() {
+            DecodedBytes::new(body).eq(other.bytes())
+        } else {
+            body == other.as_bytes()
+        }
+    }
+
+    /// The number, for a number: exactly what serde_json reads from its text.
+    pub fn as_number(self) -> Option<Number> {
+        if self.kind() != Kind::Number {
+            return None;
+        }
+        let text = std::str::from_utf8(self.raw()).ok()?;
+        Number::from_str(text).ok()
+    }
+
+    /// The value's JSON text as it appears in the input (strings with their quotes).
+    pub fn raw(self) -> &'t [u8] {
+        let node = self.node();
+        let (start, end) = match node.kind {
+            Kind::String => (usize_from(node.start) - 1, usize_from(node.end) + 1),
+            _ => (usize_from(node.start), usize_from(node.end)),
+        };
+        self.doc.bytes.get(start..end).unwrap_or_default()
+    }
+
+    /// The number of elements (array) or members (object); 0 for scalars.
+    pub fn len(self) -> usize {
+        usize_from(self.node().len)
+    }
+
+    /// True for a scalar or an empty array/object.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of the member whose decoded key is `key`, for an object.
+    pub fn get(self, key: &str) -> Option<NodeRef<'t>> {
+        self.members()
+            .find(|(name, _)| name.str_eq(key))
+            .map(|(_, value)| value)
+    }
+
+    /// The `i`-th element, for an array.
+    pub fn index(self, i: usize) -> Option<NodeRef<'t>> {
+        self.elements().nth(i)
+    }
+
+    /// The elements, for an array; empty otherwise.
+    pub fn elements(self) -> impl Iterator<Item = NodeRef<'t>> {
+        let count = if self.kind() == Kind::Array {
+            self.len()
+        } else {
+            0
+        };
+        let mut cursor = self.index + 1;
+        (0..count).map(move |_| {
+            let element = self.at(cursor);
+            cursor = usize_from(element.node().next);
+            element
+        })
+    }
+
+    /// The members as (key node, value), for an object; empty otherwise.
+    pub fn members(self) -> impl Iterator<Item = (NodeRef<'t>, NodeRef<'t>)> {
+        let count = if self.kind() == Kind::Object {
+            self.len()
+        } else {
+            0
+        };
+        let mut cursor = self.index + 1;
+        (0..count).map(move |_| {
+            let key = self.at(cursor);
+            let value = self.at(cursor + 1);
+            cursor = usize_from(value.node().next);
+            (key, value)
+        })
+    }
+
+    /// The nested arrays/objects inside and including this value: 0 for a scalar, 1 for `[]`,
+    /// 2 for `[[1]]`.
+    pub fn depth(self) -> usize {
+        usize_from(self.node().depth)
+    }
+
+    /// The value as a `serde_json::Value` (built without recursion, so any depth is fine).
+    pub fn to_value(self) -> Value {
+        /// A container being built: its members/elements so far and how many are left.
+        enum Open {
+            Array(Vec<Value>, usize),
+            Object(Map<String, Value>, Option<String>, usize),
+        }
+        let mut open: Vec<Open> = Vec::new();
+        let mut index = self.index;
+        loop {
+            let node = self.at(index);
+            index += 1;
+            let mut done = match node.kind() {
+                Kind::Array if node.len() > 0 => {
+                    open.push(Open::Array(Vec::with_capacity(node.len()), node.len()));
+                    continue;
+                }
+                Kind::Object if node.len() > 0 => {
+                    open.push(Open::Object(Map::new(), None, node.len()));
+                    continue;
+                }
+                Kind::Array => Value::Array(Vec::new()),
+                Kind::Object => Value::Object(Map::new()),
+                Kind::Null => Value::Null,
+                Kind::Bool => Value::Bool(node.as_bool().unwrap_or(false)),
+                Kind::Number => node.as_number().map_or(Value::Null, Value::Number),
+                Kind::String => {
+                    let text = node.as_str().map(Cow::into_owned).unwrap_or_default();
+                    if let Some(Open::Object(_, key @ None, _)) = open.last_mut() {
+                        *key = Some(text);
+                        continue;
+                    }
+                    Value::String(text)
+                }
+            };
+            // Attach the finished value to its parent, closing every parent it completes.
+            loop {
+                let parent_done = match open.last_mut() {
+                    None => return done,
+                    Some(Open::Array(items, left)) => {
+                        items.push(done);
+                        *left -= 1;
+                        *left == 0
+                    }
+                    Some(Open::Object(map, key, left)) => {
+                        map.insert(key.take().unwrap_or_default(), done);
+                        *left -= 1;
+                        *left == 0
+                    }
+                };
+                if !parent_done {
+                    break;
+                }
+                done = match open.pop() {
+                    Some(Open::Array(items, _)) => Value::Array(items),
+                    Some(Open::Object(map, _, _)) => Value::Object(map),
+                    None => return Value::Null,
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,451 @@
+//! The tape parser: one pass over the bytes that validates the whole input and appends a
+//! [`Node`] per value, with an explicit stack of open containers ([`Frame`]) instead of
+//! recursion, so no input can overflow the call stack.
+
+use std::str::FromStr;
+
+use super::keys::{KeySet, LINEAR_MEMBERS};
+use super::string::scan_string;
+use super::{ESCAPED, ErrorKind, Kind, Node, Tape, TapeError, keys_equal, usize_from};
+
+/// An array or object still open while parsing.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Frame {
+    /// Its node's index.
+    node: u32,
+    /// Elements or members seen so far (including the one being read).
+    len: u32,
+    /// The deepest nesting among its finished children (0 when none is a container).
+    depth: u32,
+    /// An object (`}` closes it, members have keys) rather than an array.
+    object: bool,
+}
+
+/// A parse error before it becomes a [`TapeError`]: the byte offset and what is wrong.
+type Fault = (usize, ErrorKind);
+
+/// An offset or index as `u32`; the parser refuses inputs longer than `u32::MAX` up front.
+#[inline(always)]
+fn offset(pos: usize) -> u32 {
+    u32::try_from(pos).unwrap_or(u32::MAX)
+}
+
+/// Parses `bytes` into `tape` (see [`Tape::parse`]); on error the tape holds no document.
+pub(super) fn parse(tape: &mut Tape, bytes: &[u8], max_depth: usize) -> Result<(), TapeError> {
+    tape.nodes.clear();
+    tape.stack.clear();
+    check_length(bytes.len())?;
+    tape.keys.reset();
+    // The buffers move into the parser (no allocation) so the hot loop owns them directly.
+    let mut parser = Parser {
+        bytes,
+        pos: 0,
+        nodes: std::mem::take(&mut tape.nodes),
+        stack: std::mem::take(&mut tape.stack),
+        keys: &mut tape.keys,
+        max_depth,
+    };
+    let result = parser.run();
+    tape.nodes = parser.nodes;
+    tape.stack = parser.stack;
+    result.map_err(|(pos, kind)| {
+        tape.nodes.clear();
+        TapeError {
+            offset: offset(pos),
+            kind,
+        }
+    })
+}
+
+/// Refuses inputs whose offsets do not fit the nodes' `u32`s.
+pub(super) fn check_length(len: usize) -> Result<(), TapeError> {
+    match u32::try_from(len) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(TapeError {
+            offset: u32::MAX,
+            kind: ErrorKind::TooLong(len),
+        }),
+    }
+}
+
+/// The state of one parse.
+struct Parser<'a> {
+    bytes: &'a [u8],
+    /// The next byte to read.
+    pos: usize,
+    nodes: Vec<Node>,
+    stack: Vec<Frame>,
+    keys: &'a mut KeySet,
+    max_depth: usize,
+}
+
+impl Parser<'_> {
+    /// Reads one value (the whole input but whitespace), leaving its nodes on the tape.
+    fn run(&mut self) -> Result<(), Fault> {
+        self.skip_whitespace();
+        'value: loop {
+            // A value starts at `pos`.
+            match self.bytes.get(self.pos) {
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(&open @ (b'{' | b'[')) => {
+                    if self.open(open == b'{')? {
+                        continue 'value;
+                    }
+                }
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(b't') => self.literal(b"true", Kind::Bool)?,
+                Some(b'f') => self.literal(b"false", Kind::Bool)?,
+                Some(b'n') => self.literal(b"null", Kind::Null)?,
+                Some(_) => return Err((self.pos, ErrorKind::ExpectedValue)),
+                None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
+            }
+            // A value ended: continue or close the containers around it.
+            loop {
+                self.skip_whitespace();
+                let Some(top) = self.stack.last_mut() else {
+                    break 'value;
+                };
+                match self.bytes.get(self.pos) {
+                    Some(b',') => {
+                        self.pos += 1;
+                        top.len += 1;
+                        let object = top.object;
+                        self.skip_whitespace();
+                        if object {
+                            self.key()?;
+                        }
+                        continue 'value;
+                    }
+                    Some(b']') if !top.object => self.close(),
+                    Some(b'}') if top.object => self.close(),
+                    Some(_) if top.object => {
+                        return Err((self.pos, ErrorKind::ExpectedCommaOrBrace));
+                    }
+                    Some(_) => return Err((self.pos, ErrorKind::ExpectedCommaOrBracket)),
+                    None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
+                }
+            }
+        }
+        if self.pos != self.bytes.len() {
+            return Err((self.pos, ErrorKind::TrailingCharacters));
+        }
+        Ok(())
+    }
+
+    /// Skips JSON whitespace (space, tab, LF, CR).
+    #[inline(always)]
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// Opens the array or object at `pos`. Returns true when a first element (or member value)
+    /// follows, false when the container was empty and is already closed.
+    #[inline]
+    fn open(&mut self, object: bool) -> Result<bool, Fault> {
+        // The reference refuses a container `max_depth` containers deep as it opens it.
+        if self.stack.len() >= self.max_depth {
+            return Err((self.pos, ErrorKind::TooDeep(self.max_depth)));
+        }
+        let node = offset(self.nodes.len());
+        self.nodes.push(Node {
+            start: offset(self.pos),
+            end: 0,
+            next: 0,
+            len: 0,
+            depth: 1,
+            kind: if object { Kind::Object } else { Kind::Array },
+            flags: 0,
+        });
+        self.pos += 1;
+        self.skip_whitespace();
+        let close = if object { b'}' } else { b']' };
+        let empty = self.bytes.get(self.pos) == Some(&close);
+        self.stack.push(Frame {
+            node,
+            len: u32::from(!empty),
+            depth: 0,
+            object,
+        });
+        if empty {
+            self.close();
+            return Ok(false);
+        }
+        if object {
+            self.key()?;
+        }
+        Ok(true)
+    }
+
+    /// Closes the innermost container at its closing bracket (at `pos`).
+    #[inline]
+    fn close(&mut self) {
+        self.pos += 1;
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
+        let depth = frame.depth + 1;
+        let next = offset(self.nodes.len());
+        if let Some(node) = self.nodes.get_mut(usize_from(frame.node)) {
+            node.end = offset(self.pos);
+            // INVARIANT (next): every node of the subtree has been pushed.
+            node.next = next;
+            node.len = frame.len;
+            node.depth = depth;
+        }
+        if let Some(parent) = self.stack.last_mut() {
+            parent.depth = parent.depth.max(depth);
+        }
+    }
+
+    /// Reads an object key at `pos`, checks it against the object's earlier keys, and the `:`
+    /// after it, leaving `pos` at the member's value.
+    #[inline]
+    fn key(&mut self) -> Result<(), Fault> {
+        match self.bytes.get(self.pos) {
+            Some(b'"') => {}
+            Some(_) => return Err((self.pos, ErrorKind::ExpectedKey)),
+            None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
+        }
+        let key = self.string()?;
+        self.check_duplicate(key)?;
+        self.skip_whitespace();
+        match self.bytes.get(self.pos) {
+            Some(b':') => {}
+            Some(_) => return Err((self.pos, ErrorKind::ExpectedColon)),
+            None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
+        }
+        self.pos += 1;
+        self.skip_whitespace();
+        Ok(())
+    }
+
+    /// Refuses key node `key` when the innermost object already has a key that decodes the same.
+    #[inline]
+    fn check_duplicate(&mut self, key: usize) -> Result<(), Fault> {
+        let Some(&Frame {
+            node: object, len, ..
+        }) = self.stack.last()
+        else {
+            return Ok(());
+        };
+        let earlier = len.saturating_sub(1);
+        if earlier == 0 {
+            return Ok(());
+        }
+        let Some(new_key) = self.nodes.get(key) else {
+            return Ok(());
+        };
+        if earlier < LINEAR_MEMBERS {
+            for old_key in earlier_keys(&self.nodes, object, earlier) {
+                if self
+                    .nodes
+                    .get(old_key)
+                    .is_some_and(|old| keys_equal(self.bytes, old, new_key))
+                {
+                    return Err(self.duplicate(key));
+                }
+            }
+            return Ok(());
+        }
+        if earlier == LINEAR_MEMBERS {
+            // The object just outgrew the linear scan: its (distinct) keys so far go in the set.
+            for old_key in earlier_keys(&self.nodes, object, earlier) {
+                self.keys
+                    .insert(object, offset(old_key), self.bytes, &self.nodes);
+            }
+        }
+        match self
+            .keys
+            .insert(object, offset(key), self.bytes, &self.nodes)
+        {
+            Some(_) => Err(self.duplicate(key)),
+            None => Ok(()),
+        }
+    }
+
+    /// The duplicate-key error for key node `key`.
+    #[cold]
+    fn duplicate(&self, key: usize) -> Fault {
+        let node = self.nodes.get(key).copied().unwrap_or(super::NULL_NODE);
+        let name = super::string::decode(node.body(self.bytes));
+        (
+            usize_from(node.start).saturating_sub(1),
+            ErrorKind::DuplicateKey(crate::value::truncate_str(&name, 64)),
+        )
+    }
+
+    /// Reads the string at `pos` (its opening quote); returns its node's index.
+    #[inline]
+    fn string(&mut self) -> Result<usize, Fault> {
+        let start = self.pos + 1;
+        let scanned = scan_string(self.bytes, start)?;
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            start: offset(start),
+            end: offset(scanned.end),
+            next: offset(index + 1),
+            len: 0,
+            depth: 0,
+            kind: Kind::String,
+            flags: if scanned.escaped { ESCAPED } else { 0 },
+        });
+        self.pos = scanned.end + 1;
+        Ok(index)
+    }
+
+    /// Reads `word` (`true`, `false` or `null`) at `pos`.
+    #[inline]
+    fn literal(&mut self, word: &'static [u8], kind: Kind) -> Result<(), Fault> {
+        let end = self.pos + word.len();
+        if self.bytes.get(self.pos..end) != Some(word) {
+            let rest = self.bytes.get(self.pos..).unwrap_or_default();
+            let kind = if word.starts_with(rest) {
+                ErrorKind::UnexpectedEnd
+            } else {
+                ErrorKind::InvalidLiteral
+            };
+            return Err((self.pos, kind));
+        }
+        self.push_scalar(kind, self.pos, end);
+        self.pos = end;
+        Ok(())
+    }
+
+    /// Reads the number at `pos`: grammar `-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`, and refused
+    /// when serde_json finds it out of `f64` range.
+    #[inline]
+    fn number(&mut self) -> Result<(), Fault> {
+        let bytes = self.bytes;
+        let start = self.pos;
+        let mut pos = start;
+        if bytes.get(pos) == Some(&b'-') {
+            pos += 1;
+        }
+        let integer_start = pos;
+        match bytes.get(pos) {
+            Some(b'0') => {
+                pos += 1;
+                if let Some(b'0'..=b'9') = bytes.get(pos) {
+                    return Err((pos, ErrorKind::InvalidNumber));
+                }
+            }
+            Some(b'1'..=b'9') => {
+                pos += 1;
+                pos = skip_digits(bytes, pos);
+            }
+            Some(_) => return Err((pos, ErrorKind::InvalidNumber)),
+            None => return Err((pos, ErrorKind::UnexpectedEnd)),
+        }
+        let integer_digits = pos - integer_start;
+        if bytes.get(pos) == Some(&b'.') {
+            pos += 1;
+            let fraction_start = pos;
+            pos = skip_digits(bytes, pos);
+            if pos == fraction_start {
+                return Err(digit_expected(bytes, pos));
+            }
+        }
+        let mut exponent: i64 = 0;
+        if let Some(b'e' | b'E') = bytes.get(pos) {
+            pos += 1;
+            let negative = match bytes.get(pos) {
+                Some(b'-') => {
+                    pos += 1;
+                    true
+                }
+                Some(b'+') => {
+                    pos += 1;
+                    false
+                }
+                _ => false,
+            };
+            let exponent_start = pos;
+            while let Some(&digit @ b'0'..=b'9') = bytes.get(pos) {
+                // Capped: anything past ±1,000,000 decides the same way.
+                exponent = (exponent * 10 + i64::from(digit - b'0')).min(1_000_000);
+                pos += 1;
+            }
+            if pos == exponent_start {
+                return Err(digit_expected(bytes, pos));
+            }
+            if negative {
+                exponent = -exponent;
+            }
+        }
+        // |value| < 10^(integer digits + exponent): up to 10^308 it is surely a finite `f64`
+        // (underflow to 0 is accepted); above, ask serde_json itself.
+        let magnitude = i64::try_from(integer_digits)
+            .unwrap_or(i64::MAX)
+            .saturating_add(exponent);
+        if magnitude > 308 {
+            check_range(bytes, start, pos)?;
+        }
+        self.push_scalar(Kind::Number, start, pos);
+        self.pos = pos;
+        Ok(())
+    }
+
+    /// Appends a number or literal node spanning `start..end`.
+    #[inline(always)]
+    fn push_scalar(&mut self, kind: Kind, start: usize, end: usize) {
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            start: offset(start),
+            end: offset(end),
+            next: offset(index + 1),
+            len: 0,
+            depth: 0,
+            kind,
+            flags: 0,
+        });
+    }
+}
+
+/// The index of the first non-digit at or after `pos`.
+#[inline(always)]
+fn skip_digits(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(b'0'..=b'9') = bytes.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The error for a missing digit at `pos` (after `.`, `e` or the exponent's sign).
+#[cold]
+fn digit_expected(bytes: &[u8], pos: usize) -> Fault {
+    if pos >= bytes.len() {
+        (pos, ErrorKind::UnexpectedEnd)
+    } else {
+        (pos, ErrorKind::InvalidNumber)
+    }
+}
+
+/// Refuses the (grammatical) number at `start..end` when serde_json reads it as out of range.
+#[cold]
+#[inline(never)]
+fn check_range(bytes: &[u8], start: usize, end: usize) -> Result<(), Fault> {
+    let text = bytes
+        .get(start..end)
+        .and_then(|text| std::str::from_utf8(text).ok())
+        .unwrap_or_default();
+    match serde_json::Number::from_str(text) {
+        Ok(_) => Ok(()),
+        Err(_) => Err((start, ErrorKind::NumberOutOfRange)),
+    }
+}
+
+/// The node indices of the first `count` keys of object node `object` (all complete).
+fn earlier_keys(nodes: &[Node], object: u32, count: u32) -> impl Iterator<Item = usize> + '_ {
+    let mut cursor = usize_from(object) + 1;
+    (0..count).map(move |_| {
+        let key = cursor;
+        cursor = nodes
+            .get(key + 1)
+            .map_or(usize::MAX, |value| usize_from(value.next));
+        key
+    })
+}

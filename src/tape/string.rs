@@ -1,0 +1,356 @@
+//! JSON strings on the tape: the one-pass scan that validates a string where it lies, and the
+//! lazy decoding of its escapes when a caller reads it.
+//!
+//! - [`scan_string`] finds a string's closing quote, 8 bytes at a time (SWAR over a `u64`),
+//!   stopping only at `"`, `\`, control characters and (until the first one is seen) bytes
+//!   ≥ 0x80; it checks every escape as serde_json does and validates UTF-8 only for strings
+//!   that hold a non-ASCII byte.
+//! - [`Pieces`] walks a validated string body as raw runs and decoded escapes; [`DecodedBytes`]
+//!   flattens it to the decoded UTF-8 bytes, so keys compare and hash without allocating;
+//!   [`decode`] builds the owned string.
+
+use super::ErrorKind;
+
+/// `0x01` in every byte of a `u64`.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte of a `u64`.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// What a string scan found about the body between the quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ScannedString {
+    /// The index of the closing quote.
+    pub end: usize,
+    /// The body holds at least one backslash escape.
+    pub escaped: bool,
+}
+
+/// Scans the body of a string that starts at `start` (just after the opening quote): returns
+/// where it ends, or the offset and kind of the first error. The rules are serde_json's for
+/// strings read as `str`: control characters (below 0x20) are refused, escapes are
+/// `\" \\ \/ \b \f \n \r \t \uXXXX`, a `\u` surrogate must be a high surrogate directly followed
+/// by a `\u` low surrogate, and the body must be UTF-8.
+#[inline]
+pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (usize, ErrorKind)> {
+    let mut pos = start;
+    let mut escaped = false;
+    let mut non_ascii = false;
+    loop {
+        pos = if non_ascii {
+            find_special::<false>(bytes, pos)
+        } else {
+            find_special::<true>(bytes, pos)
+        };
+        match bytes.get(pos) {
+            Some(b'"') => break,
+            Some(b'\\') => {
+                pos = scan_escape(bytes, pos)?;
+                escaped = true;
+            }
+            Some(0..0x20) => return Err((pos, ErrorKind::ControlCharacter)),
+            Some(_) => {
+                // A byte ≥ 0x80: from now on only `"`, `\` and control bytes stop the scan;
+                // the whole body is validated as UTF-8 at the end.
+                non_ascii = true;
+                pos += 1;
+            }
+            None => return Err((pos, ErrorKind::UnexpectedEnd)),
+        }
+    }
+    if non_ascii {
+        // Escapes are ASCII and every escape decodes to whole characters, so the body is valid
+        // UTF-8 exactly when the decoded string would be.
+        let body = bytes.get(start..pos).unwrap_or_default();
+        if let Err(error) = std::str::from_utf8(body) {
+            return Err((start + error.valid_up_to(), ErrorKind::InvalidUtf8));
+        }
+    }
+    Ok(ScannedString { end: pos, escaped })
+}
+
+/// The index of the first byte at or after `pos` that is `"`, `\`, below 0x20 or (when
+/// `STOP_ON_HIGH`) at least 0x80; `bytes.len()` when there is none.
+#[inline(always)]
+fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(chunk) = bytes.get(pos..pos + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        // Each subtraction sets a byte's high bit when that byte is below 0x20 / equals `"` /
+        // equals `\`; a borrow can only flag bytes *after* the first true hit, so the lowest
+        // flagged byte is exact. Bytes ≥ 0x80 carry their own high bit: either counted as a
+        // hit or masked out.
+        let candidates = word.wrapping_sub(ONES * 0x20)
+            | quote.wrapping_sub(ONES)
+            | backslash.wrapping_sub(ONES);
+        let hits = if STOP_ON_HIGH {
+            (candidates | word) & HIGHS
+        } else {
+            candidates & !word & HIGHS
+        };
+        if hits != 0 {
+            return pos + usize_from(hits.trailing_zeros() / 8);
+        }
+        pos += 8;
+    }
+    while let Some(&byte) = bytes.get(pos) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 || (STOP_ON_HIGH && byte >= 0x80) {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+/// A `u32` as a `usize` (lossless on every target capgate builds for).
+#[inline(always)]
+fn usize_from(value: u32) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+/// Checks the escape whose backslash is at `pos`; returns the index just after it.
+#[inline]
+fn scan_escape(bytes: &[u8], pos: usize) -> Result<usize, (usize, ErrorKind)> {
+    match bytes.get(pos + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 2),
+        Some(b'u') => scan_unicode_escape(bytes, pos),
+        Some(_) => Err((pos + 1, ErrorKind::InvalidEscape)),
+        None => Err((pos + 1, ErrorKind::UnexpectedEnd)),
+    }
+}
+
+/// Checks the `\uXXXX` escape at `pos` (and its low-surrogate partner); returns the index after.
+#[cold]
+fn scan_unicode_escape(bytes: &[u8], pos: usize) -> Result<usize, (usize, ErrorKind)> {
+    let unit = hex4(bytes, pos + 2)?;
+    match unit {
+        // serde_json refuses a low surrogate that is not preceded by a high one.
+        0xDC00..=0xDFFF => Err((pos, ErrorKind::LoneSurrogate)),
+        0xD800..=0xDBFF => {
+            // A high surrogate must be followed at once by `\u` and a low surrogate.
+            let next = pos + 6;
+            if bytes.get(next..next + 2) != Some(b"\\u".as_slice()) {
+                return Err((pos, ErrorKind::LoneSurrogate));
+            }
+            match hex4(bytes, next + 2)? {
+                0xDC00..=0xDFFF => Ok(next + 6),
+                _ => Err((pos, ErrorKind::LoneSurrogate)),
+            }
+        }
+        _ => Ok(pos + 6),
+    }
+}
+
+/// The four hex digits at `pos`, as serde_json reads them (either case).
+fn hex4(bytes: &[u8], pos: usize) -> Result<u16, (usize, ErrorKind)> {
+    let Some(digits) = bytes.get(pos..pos + 4) else {
+        return Err((bytes.len(), ErrorKind::UnexpectedEnd));
+    };
+    let mut unit = 0u16;
+    for (i, &digit) in digits.iter().enumerate() {
+        let value = match digit {
+            b'0'..=b'9' => digit - b'0',
+            b'a'..=b'f' => digit - b'a' + 10,
+            b'A'..=b'F' => digit - b'A' + 10,
+            _ => return Err((pos + i, ErrorKind::InvalidEscape)),
+        };
+        unit = unit << 4 | u16::from(value);
+    }
+    Ok(unit)
+}
+
+/// One run of a string body: raw bytes copied as they are, or one decoded escape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Piece<'a> {
+    /// Bytes without escapes.
+    Raw(&'a [u8]),
+    /// The character an escape (or surrogate pair) stands for.
+    Char(char),
+}
+
+/// The pieces of a string body that [`scan_string`] accepted.
+#[derive(Debug, Clone)]
+pub(super) struct Pieces<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Pieces<'a> {
+    /// The pieces of `body` (the bytes between the quotes).
+    pub(super) fn new(body: &'a [u8]) -> Self {
+        Pieces { rest: body }
+    }
+}
+
+impl<'a> Iterator for Pieces<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        match self.rest.first()? {
+            b'\\' => {
+                let (ch, used) = decode_escape(self.rest);
+                self.rest = self.rest.get(used..).unwrap_or_default();
+                Some(Piece::Char(ch))
+            }
+            _ => {
+                let run = self
+                    .rest
+                    .iter()
+                    .position(|&b| b == b'\\')
+                    .unwrap_or(self.rest.len());
+                let (raw, rest) = self.rest.split_at(run);
+                self.rest = rest;
+                Some(Piece::Raw(raw))
+            }
+        }
+    }
+}
+
+/// Decodes the escape at the start of `text` (validated by [`scan_string`]): the character and
+/// how many bytes the escape took. Malformed escapes (unreachable after a scan) read as U+FFFD.
+fn decode_escape(text: &[u8]) -> (char, usize) {
+    let simple = match text.get(1) {
+        Some(b'"') => '"',
+        Some(b'\\') => '\\',
+        Some(b'/') => '/',
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => return decode_unicode_escape(text),
+        _ => return (char::REPLACEMENT_CHARACTER, text.len().min(2)),
+    };
+    (simple, 2)
+}
+
+/// Decodes a `\uXXXX` escape, or a `\uXXXX\uXXXX` surrogate pair, at the start of `text`.
+fn decode_unicode_escape(text: &[u8]) -> (char, usize) {
+    let Ok(high) = hex4(text, 2) else {
+        return (char::REPLACEMENT_CHARACTER, text.len().min(6));
+    };
+    if (0xD800..=0xDBFF).contains(&high) {
+        if let Ok(low) = hex4(text, 8) {
+            let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10 | (u32::from(low) - 0xDC00));
+            return (
+                char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
+                12,
+            );
+        }
+    }
+    (
+        char::from_u32(u32::from(high)).unwrap_or(char::REPLACEMENT_CHARACTER),
+        6,
+    )
+}
+
+/// The decoded UTF-8 bytes of a string body, one at a time, without allocating.
+#[derive(Debug, Clone)]
+pub(super) struct DecodedBytes<'a> {
+    pieces: Pieces<'a>,
+    raw: std::slice::Iter<'a, u8>,
+    char_bytes: [u8; 4],
+    char_pos: usize,
+    char_len: usize,
+}
+
+impl<'a> DecodedBytes<'a> {
+    /// The decoded bytes of `body` (the bytes between the quotes).
+    pub(super) fn new(body: &'a [u8]) -> Self {
+        DecodedBytes {
+            pieces: Pieces::new(body),
+            raw: [].iter(),
+            char_bytes: [0; 4],
+            char_pos: 0,
+            char_len: 0,
+        }
+    }
+}
+
+impl Iterator for DecodedBytes<'_> {
+    type Item = u8;
+
+    fn next(&mut self) -> Option<u8> {
+        loop {
+            if let Some(&byte) = self.raw.next() {
+                return Some(byte);
+            }
+            if self.char_pos < self.char_len {
+                let byte = self.char_bytes.get(self.char_pos).copied();
+                self.char_pos += 1;
+                return byte;
+            }
+            match self.pieces.next()? {
+                Piece::Raw(raw) => self.raw = raw.iter(),
+                Piece::Char(ch) => {
+                    self.char_len = ch.encode_utf8(&mut self.char_bytes).len();
+                    self.char_pos = 0;
+                }
+            }
+        }
+    }
+}
+
+/// The decoded string of a body that [`scan_string`] accepted.
+pub(super) fn decode(body: &[u8]) -> String {
+    let mut out = Vec::with_capacity(body.len());
+    for piece in Pieces::new(body) {
+        match piece {
+            Piece::Raw(raw) => out.extend_from_slice(raw),
+            Piece::Char(ch) => out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(text) => text,
+        // Unreachable after a scan; stay total anyway.
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(text: &[u8]) -> Result<ScannedString, (usize, ErrorKind)> {
+        scan_string(text, 0)
+    }
+
+    #[test]
+    fn the_swar_scan_finds_each_special_byte_at_every_position() {
+        for len in 0..20 {
+            for special in [b'"', b'\\', 0x00, 0x1f] {
+                let mut body = vec![b'a'; len];
+                body.push(special);
+                body.extend_from_slice(b"xxxxxxxxxx\"");
+                assert_eq!(find_special::<true>(&body, 0), len, "{len} {special}");
+                assert_eq!(find_special::<false>(&body, 0), len, "{len} {special}");
+            }
+            let mut body = vec![b'a'; len];
+            body.push(0xC3);
+            body.extend_from_slice(b"xxxxxxxxxx\"");
+            assert_eq!(find_special::<true>(&body, 0), len);
+            assert_eq!(find_special::<false>(&body, 0), body.len() - 1);
+        }
+    }
+
+    #[test]
+    fn bytes_0x20_and_0x7f_do_not_stop_the_scan() {
+        let body = b" \x7f !#[]{}~\x7f\x7f\x7f\x7f\x7f\"";
+        assert_eq!(scan(body).map(|s| s.end), Ok(body.len() - 1));
+    }
+
+    #[test]
+    fn a_high_byte_right_before_a_control_byte_is_not_masking_it() {
+        let body = b"\xc3\xa9\xc3\xa9\xc3\xa9\x01aaaaaaaa\"";
+        assert_eq!(scan(body), Err((6, ErrorKind::ControlCharacter)));
+    }
+
+    #[test]
+    fn decoding_joins_raw_runs_and_escapes() {
+        assert_eq!(decode(br"a\nb\u00e9\ud83d\ude00\/"), "a\nb\u{e9}\u{1f600}/");
+        let bytes: Vec<u8> = DecodedBytes::new(br"x\u00e9\ty").collect();
+        assert_eq!(bytes, "x\u{e9}\ty".as_bytes());
+    }
+}
