@@ -1008,9 +1008,9 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             bindings = Bindings::new();
         }
         let input = Input {
-            payload: &request.payload,
-            agent: &request.agent,
-            context: &request.context,
+            payload: (&request.payload).into(),
+            agent: (&request.agent).into(),
+            context: (&request.context).into(),
             resource: &resource,
             bindings: &bindings,
             skill: &request.skill,
@@ -1079,6 +1079,23 @@ fn run_case(seed: u64) {
                 now.to_rfc3339_opts(SecondsFormat::AutoSi, true),
                 serde_json::to_string_pretty(&request).unwrap()
             );
+        }
+        // From bytes: the tape path alone must decide exactly as `check` on the parsed
+        // request — verdict and reasons — and so must `check_slice`.
+        let parsed = from_cap.check(&request);
+        let compact = serde_json::to_vec(&request).unwrap();
+        let pretty = serde_json::to_vec_pretty(&request).unwrap();
+        for bytes in [&compact, &pretty] {
+            let tape = from_cap
+                .check_slice_tape_only(bytes)
+                .expect("the tape path reads every generated request");
+            assert_eq!(
+                engine_view(&tape),
+                engine_view(&parsed),
+                "the tape path and `check` disagree (seed {seed})\n--- policy:\n{cap}--- request:\n{}",
+                String::from_utf8_lossy(&pretty)
+            );
+            assert_eq!(from_cap.check_slice(bytes), parsed, "check_slice (seed {seed})");
         }
         check_cost_bound(&from_cap, &request, now);
     }

@@ -71,9 +71,9 @@ fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_>) -> R) -> R {
     let bindings = Bindings::new();
     let null = Value::Null;
     let input = Input {
-        payload: &payload,
-        agent: &null,
-        context: &null,
+        payload: (&payload).into(),
+        agent: (&null).into(),
+        context: (&null).into(),
         resource: &resource,
         bindings: &bindings,
         skill: "s",

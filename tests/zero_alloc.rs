@@ -100,3 +100,18 @@ fn an_allowed_decision_allocates_nothing() {
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "allocations per allowed decision");
 }
+
+#[test]
+fn an_allowed_decision_from_bytes_allocates_nothing_once_the_thread_is_warm() {
+    let engine = scheduler_engine();
+    let bytes = serde_json::to_vec(&scheduler_request()).unwrap();
+    // The first call grows this thread's tape; every later one reuses it.
+    assert_eq!(engine.check_slice(&bytes).decision, Verdict::Allow);
+    let before = allocations();
+    for _ in 0..100 {
+        let decision = engine.check_slice(&bytes);
+        assert_eq!(decision.decision, Verdict::Allow);
+    }
+    let per_call = (allocations() - before) as f64 / 100.0;
+    assert_eq!(per_call, 0.0, "allocations per allowed decision from bytes");
+}

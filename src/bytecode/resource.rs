@@ -307,7 +307,7 @@ pub(crate) fn split_port(authority: &str) -> (&str, Option<&str>) {
             .find(']')
             .map_or(authority.len(), |i| i.saturating_add(1))
     } else {
-        authority.find(':').unwrap_or(authority.len())
+        find_byte(authority, b':').unwrap_or(authority.len())
     };
     let host = authority.get(..host_end).unwrap_or(authority);
     let after = authority.get(host_end..).unwrap_or("");
@@ -363,15 +363,10 @@ pub(crate) fn check_host(host: &str) -> Result<(), HostProblem> {
     // Labels of `[A-Za-z0-9_-]`, separated by single dots, none empty: one pass over the bytes.
     let mut label_len = 0usize;
     for b in host.bytes() {
-        if b == b'.' {
-            if label_len == 0 {
-                return Err(HostProblem::Invalid);
-            }
-            label_len = 0;
-        } else if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-            label_len += 1;
-        } else {
-            return Err(HostProblem::Invalid);
+        match HOST_BYTES.get(usize::from(b)).copied().unwrap_or(HostByte::Other) {
+            HostByte::Label => label_len += 1,
+            HostByte::Dot if label_len > 0 => label_len = 0,
+            HostByte::Dot | HostByte::Other => return Err(HostProblem::Invalid),
         }
     }
     if label_len == 0 {
@@ -380,6 +375,38 @@ pub(crate) fn check_host(host: &str) -> Result<(), HostProblem> {
         Ok(())
     }
 }
+
+/// What a byte is in a host name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostByte {
+    /// `[A-Za-z0-9_-]`.
+    Label,
+    /// `.`.
+    Dot,
+    /// Anything else.
+    Other,
+}
+
+/// [`HostByte`] of every byte, so the host check is one table load per byte.
+#[expect(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
+)]
+const HOST_BYTES: [HostByte; 256] = {
+    let mut table = [HostByte::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'-' || c == b'_' {
+            table[b] = HostByte::Label;
+        } else if c == b'.' {
+            table[b] = HostByte::Dot;
+        }
+        b += 1;
+    }
+    table
+};
 
 fn compile_host(host: &str) -> Result<HostPattern, ResourcePatternError> {
     let (wildcard, literal) = match host.strip_prefix("*.") {
@@ -528,8 +555,58 @@ fn is_binding_name(name: &str) -> bool {
 /// `.` or `..`, also with a `;parameters` suffix (`..;x`), which some servers strip before
 /// resolving the path.
 pub(crate) fn is_dot_segment(decoded: &str) -> bool {
+    // Most segments do not start with `.`: answer those without searching for `;`.
+    if !decoded.starts_with('.') {
+        return false;
+    }
     let stem = decoded.split(';').next().unwrap_or(decoded);
     stem == "." || stem == ".."
+}
+
+/// The position of the first `byte` (ASCII) in `text`. A plain loop: the texts searched on the
+/// decision path (hosts, paths, segments) are short, where `str::find`'s `memchr` set-up costs
+/// more than the search.
+#[inline]
+pub(crate) fn find_byte(text: &str, byte: u8) -> Option<usize> {
+    text.bytes().position(|b| b == byte)
+}
+
+/// Splits `text` at every `byte` (ASCII), like `str::split` with a `char`, by a plain loop.
+pub(crate) fn split_byte(text: &str, byte: u8) -> SplitByte<'_> {
+    SplitByte {
+        text,
+        byte,
+        start: Some(0),
+    }
+}
+
+/// The iterator of [`split_byte`].
+#[derive(Debug, Clone)]
+pub(crate) struct SplitByte<'a> {
+    text: &'a str,
+    byte: u8,
+    /// Where the next piece starts; `None` once the last piece was returned.
+    start: Option<usize>,
+}
+
+impl<'a> Iterator for SplitByte<'a> {
+    type Item = &'a str;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a str> {
+        let start = self.start?;
+        let rest = self.text.get(start..)?;
+        match find_byte(rest, self.byte) {
+            Some(at) => {
+                self.start = Some(start + at + 1);
+                rest.get(..at)
+            }
+            None => {
+                self.start = None;
+                Some(rest)
+            }
+        }
+    }
 }
 
 /// Quotes user input in messages, truncated to 64 characters.

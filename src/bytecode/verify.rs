@@ -28,6 +28,7 @@ pub const MAX_STACK: u16 = 256;
 pub struct VerifiedProgram {
     program: Program,
     max_stack: u16,
+    reads_clock: bool,
 }
 
 impl VerifiedProgram {
@@ -39,6 +40,12 @@ impl VerifiedProgram {
     /// The stack depth the verifier proved sufficient.
     pub fn max_stack(&self) -> u16 {
         self.max_stack
+    }
+
+    /// True when some instruction reads the clock (`RangeNow`, `Window`): the engine reads the
+    /// clock for a decision only when a program or the state store needs it.
+    pub fn reads_clock(&self) -> bool {
+        self.reads_clock
     }
 }
 
@@ -280,9 +287,14 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
             merge(&mut heights, at + 1, after, at)?;
         }
     }
+    let reads_clock = program
+        .code
+        .iter()
+        .any(|op| matches!(op, Op::RangeNow { .. } | Op::Window { .. }));
     Ok(VerifiedProgram {
         program,
         max_stack: max_height,
+        reads_clock,
     })
 }
 

@@ -20,11 +20,11 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
 use super::request::Request;
+use super::view::RequestView;
 use crate::bytecode::index::{CheckIdx, lookup};
 use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
@@ -35,7 +35,8 @@ use crate::runtime::{
 };
 use crate::vm::path::with_single;
 use crate::vm::resource::{Bindings, RequestResource};
-use crate::vm::{Input, Outcome, TestReport, Tracer, VmError};
+use crate::vm::json::JsonKind;
+use crate::vm::{Input, JsonRef, Outcome, TestReport, Tracer, VmError};
 
 /// The trace of one candidate, for `:explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,31 +102,38 @@ enum Step {
 }
 
 impl Engine {
-    fn now_for(&self, request: &Request) -> Result<DateTime<Utc>, Reason> {
+    fn now_for(&self, request: &RequestView<'_>) -> Result<DateTime<Utc>, Reason> {
+        Ok(self
+            .request_time(request)?
+            .unwrap_or_else(|| self.clock.now()))
+    }
+
+    /// The request's `time` when the clock is simulated (`None`: read the engine's clock).
+    fn request_time(&self, request: &RequestView<'_>) -> Result<Option<DateTime<Utc>>, Reason> {
         match (&request.time, self.clock.is_simulated()) {
-            (Some(time), true) => crate::vm::parse_timestamp(time).ok_or_else(|| {
+            (Some(time), true) => crate::vm::parse_timestamp(time).map(Some).ok_or_else(|| {
                 Reason::request(
                     ReasonKind::Input,
                     format!("`time` {} is not an RFC 3339 timestamp", quote(time)),
                 )
             }),
             // A live engine never trusts a request's clock.
-            _ => Ok(self.clock.now()),
+            _ => Ok(None),
         }
     }
 
     /// What the programs of one candidate read: the request, borrowed, with its bindings.
     fn input<'r>(
         &self,
-        request: &'r Request,
+        request: &'r RequestView<'r>,
         resource: &'r RequestResource<'r>,
         bindings: &'r Bindings<'r>,
         now: DateTime<Utc>,
     ) -> Input<'r> {
         Input {
-            payload: &request.payload,
-            agent: &request.agent,
-            context: &request.context,
+            payload: request.payload,
+            agent: request.agent,
+            context: request.context,
             resource,
             bindings,
             skill: &request.skill,
@@ -136,12 +144,12 @@ impl Engine {
         }
     }
 
-    pub(super) fn decide(&self, request: &Request) -> Decision {
+    pub(super) fn decide(&self, request: &RequestView<'_>) -> Decision {
         self.with_policy(|policy| self.decide_in(policy, request))
             .unwrap_or_else(|| {
                 // Unreachable by construction (see `with_policy`); never allow on it.
                 self.finish(Decision::deny(
-                    Arc::from(request.skill.as_str()),
+                    Arc::from(&*request.skill),
                     vec![Reason::request(
                         ReasonKind::Input,
                         "internal error: the policy could not be read",
@@ -150,10 +158,10 @@ impl Engine {
             })
     }
 
-    fn decide_in(&self, policy: &super::PolicySet, request: &Request) -> Decision {
+    fn decide_in(&self, policy: &super::PolicySet, request: &RequestView<'_>) -> Decision {
         let Some(skill) = policy.skill(&request.skill) else {
             return self.finish(Decision::deny(
-                Arc::from(request.skill.as_str()),
+                Arc::from(&*request.skill),
                 vec![Reason::request(
                     ReasonKind::UnknownSkill,
                     format!("no skill {} is loaded", quote(&request.skill)),
@@ -164,12 +172,15 @@ impl Engine {
         if let Some(reason) = validate(request) {
             return deny(vec![reason]);
         }
-        let now = match self.now_for(request) {
-            Ok(now) => now,
+        // The clock is read once, and only when a candidate needs it (a stateful engine, or a
+        // program with `fieldRange ... now` or `window`): most decisions never read it.
+        let given_time = match self.request_time(request) {
+            Ok(time) => time,
             Err(reason) => return deny(vec![reason]),
         };
+        let mut clock_time = None;
         if let Some(expected) = &request.skill_hash {
-            if skill.hash.as_deref() != Some(expected.as_str()) {
+            if skill.hash.as_deref() != Some(&**expected) {
                 let loaded = skill.hash.as_deref().map_or("no hash".to_owned(), quote);
                 return deny(vec![Reason::request(
                     ReasonKind::Revision,
@@ -206,6 +217,14 @@ impl Engine {
                 continue;
             }
             operation_matched = true;
+            let now = match given_time {
+                Some(time) => time,
+                None if self.state.is_some() || capability.program.reads_clock() => {
+                    *clock_time.get_or_insert_with(|| self.clock.now())
+                }
+                // Nothing this candidate runs reads the instant.
+                None => DateTime::<Utc>::UNIX_EPOCH,
+            };
             let input = self.input(request, &resource, &bindings, now);
             match self.candidate(skill, capability, request, &input, now) {
                 Step::Decides(decision) => return self.finish(decision),
@@ -242,7 +261,7 @@ impl Engine {
         &self,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &Request,
+        request: &RequestView<'_>,
         input: &Input<'_>,
         now: DateTime<Utc>,
     ) -> Step {
@@ -382,7 +401,7 @@ impl Engine {
         keys: &mut Vec<u8>,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &Request,
+        request: &RequestView<'_>,
         input: &Input<'_>,
         grant_token: Option<&str>,
         renew: Option<std::time::Duration>,
@@ -527,7 +546,7 @@ impl Engine {
         &self,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &Request,
+        request: &RequestView<'_>,
     ) -> Option<Decision> {
         let autonomy = autonomy(request);
         let reason = if autonomy < capability.required_autonomy {
@@ -570,6 +589,7 @@ impl Engine {
     /// Traces every candidate's every constraint (for `:explain`). Stateless: lifetimes and
     /// rate limits are not consulted.
     pub fn explain(&self, request: &Request) -> Vec<CandidateTrace> {
+        let request = &request.view();
         let policy = self.policy();
         let Some(skill) = policy.skill(&request.skill) else {
             return Vec::new();
@@ -669,25 +689,22 @@ fn quote(text: &str) -> String {
 }
 
 /// Request-level validation that does not depend on the policy.
-fn validate(request: &Request) -> Option<Reason> {
-    for (name, value) in [("agent", &request.agent), ("context", &request.context)] {
-        if !matches!(value, Value::Null | Value::Object(_)) {
+fn validate(request: &RequestView<'_>) -> Option<Reason> {
+    for (name, value) in [("agent", request.agent), ("context", request.context)] {
+        if !matches!(value.kind(), JsonKind::Null | JsonKind::Object) {
             return Some(Reason::request(
                 ReasonKind::Input,
-                format!(
-                    "`{name}` must be an object, found {}",
-                    crate::value::type_name(value)
-                ),
+                format!("`{name}` must be an object, found {}", value.type_name()),
             ));
         }
     }
-    if let Some(autonomy) = &request.autonomy {
+    if let Some(autonomy) = request.autonomy {
         if autonomy_score(autonomy).is_none() {
             return Some(Reason::request(
                 ReasonKind::Input,
                 format!(
                     "`autonomy` must be an integer in 0..=100, found {}",
-                    crate::value::truncate_for_message(autonomy, 64)
+                    autonomy.describe(64)
                 ),
             ));
         }
@@ -696,10 +713,11 @@ fn validate(request: &Request) -> Option<Reason> {
 }
 
 /// An autonomy score: an integer in 0..=100, written as `75` or `75.0`.
-fn autonomy_score(value: &Value) -> Option<u8> {
-    let score = match value.as_u64() {
+fn autonomy_score(value: JsonRef<'_>) -> Option<u8> {
+    let number = value.as_number()?;
+    let score = match number.as_u64() {
         Some(n) => u8::try_from(n).ok(),
-        None => value
+        None => number
             .as_f64()
             .and_then(|f| (0..=100u8).find(|n| f64::from(*n) == f)),
     };
@@ -707,12 +725,8 @@ fn autonomy_score(value: &Value) -> Option<u8> {
 }
 
 /// The request's autonomy score; absent means 0 (`validate` has refused invalid ones).
-fn autonomy(request: &Request) -> u8 {
-    request
-        .autonomy
-        .as_ref()
-        .and_then(autonomy_score)
-        .unwrap_or(0)
+fn autonomy(request: &RequestView<'_>) -> u8 {
+    request.autonomy.and_then(autonomy_score).unwrap_or(0)
 }
 
 fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
@@ -793,9 +807,13 @@ fn rate_key(
                 let start = out.len();
                 out.extend_from_slice(&[0; 4]);
                 let written = match leaf {
-                    crate::vm::path::Leaf::Json(value) => {
-                        serde_json::to_writer(&mut *out, value).is_ok()
-                    }
+                    // A string is written from its decoded text; anything else as the compact
+                    // JSON of its value (a tape builds the value first), so a key is the same
+                    // whichever way the request came in.
+                    crate::vm::path::Leaf::Json(value) => match value.as_str() {
+                        Some(text) => serde_json::to_writer(&mut *out, &*text).is_ok(),
+                        None => serde_json::to_writer(&mut *out, &*value.to_value()).is_ok(),
+                    },
                     crate::vm::path::Leaf::Str(s) => serde_json::to_writer(&mut *out, s).is_ok(),
                 };
                 let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);

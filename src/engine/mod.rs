@@ -14,6 +14,7 @@ mod decision;
 mod eval;
 mod load;
 mod request;
+mod view;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +33,13 @@ use crate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use crate::limits::Limits;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
+use crate::tape::Tape;
+use view::RequestView;
+
+thread_local! {
+    /// The tape `check_slice` parses into, reused so a warm thread does not allocate.
+    static TAPE: std::cell::RefCell<Tape> = std::cell::RefCell::new(Tape::new());
+}
 
 /// Every compiled revision of every skill, by (name, revision).
 type RevisionHistory = HashMap<(Arc<str>, u64), Arc<CompiledSkill>>;
@@ -442,15 +450,67 @@ impl Engine {
 
     /// Decides one request. Never panics and never allows on error.
     pub fn check(&self, request: &Request) -> Decision {
-        let decision = self.decide(request);
+        let view = request.view();
+        let decision = self.decide(&view);
         if let Some(sink) = &self.audit {
-            self.audit_record(sink.as_ref(), request, &decision);
+            self.audit_record(sink.as_ref(), &view, &decision);
         }
         decision
     }
 
     /// Decides a request given as untrusted bytes (size, depth and duplicate keys are checked).
+    ///
+    /// The bytes are read in one pass into a reusable [`crate::tape::Tape`] (no `Value` tree, no
+    /// allocation once the thread's tape is warm) and decided from it. Anything but an allow is
+    /// decided again from a fully parsed [`Request`], so deny reasons and input errors are
+    /// exactly those of [`Engine::check`] on the same request.
     pub fn check_slice(&self, bytes: &[u8]) -> Decision {
+        if bytes.len() <= self.limits.max_request_bytes {
+            let fast = TAPE.with(|tape| match tape.try_borrow_mut() {
+                Ok(mut tape) => self.check_tape(&mut tape, bytes),
+                // Re-entered from an audit sink on this thread: use a fresh tape.
+                Err(_) => self.check_tape(&mut Tape::new(), bytes),
+            });
+            if let Some(decision) = fast {
+                return decision;
+            }
+        }
+        self.check_slice_parsed(bytes)
+    }
+
+    /// The allow of the tape path, or `None` for anything that must be decided (or refused) from
+    /// a full parse.
+    fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
+        let doc = tape
+            .parse(bytes, self.limits.max_payload_depth + request::PARSE_HEADROOM)
+            .ok()?;
+        let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
+        let decision = self.decide(&view);
+        if decision.decision != Verdict::Allow || decision.observed.is_some() {
+            return None;
+        }
+        if let Some(sink) = &self.audit {
+            self.audit_record(sink.as_ref(), &view, &decision);
+        }
+        Some(decision)
+    }
+
+    /// The tape path alone, without the full-parse fallback: its decision whatever it is, or
+    /// `None` when the bytes are not a request it reads. For the differential tests and the
+    /// fuzzers, which hold it to [`Engine::check`]; embedders call [`Engine::check_slice`].
+    #[doc(hidden)]
+    pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
+        let mut tape = Tape::new();
+        let doc = tape
+            .parse(bytes, self.limits.max_payload_depth + request::PARSE_HEADROOM)
+            .ok()?;
+        let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
+        Some(self.decide(&view))
+    }
+
+    /// Decides from a full parse into a [`Request`] (every deny and input error of
+    /// [`Engine::check_slice`]).
+    fn check_slice_parsed(&self, bytes: &[u8]) -> Decision {
         match Request::from_slice(bytes, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => {
@@ -485,7 +545,7 @@ impl Engine {
         ));
         if let Some(sink) = &self.audit {
             let request = Request::new(&*decision.skill, "", "");
-            self.audit_record(sink.as_ref(), &request, &decision);
+            self.audit_record(sink.as_ref(), &request.view(), &decision);
         }
         decision
     }
@@ -499,11 +559,12 @@ impl Engine {
         decision
     }
 
-    fn audit_record(&self, sink: &dyn AuditSink, request: &Request, decision: &Decision) {
+    fn audit_record(&self, sink: &dyn AuditSink, request: &RequestView<'_>, decision: &Decision) {
         let policy = self.policy();
         let revision = policy
             .skill(&request.skill)
             .map(|s| format!("{:016x}", s.revision));
+        let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
             time: self.clock.now().to_rfc3339(),
             decision: decision.decision,
@@ -512,7 +573,7 @@ impl Engine {
             capability: decision.capability.as_deref(),
             operation: &request.operation,
             resource: &request.resource,
-            agent: request.agent.get("id").and_then(|v| v.as_str()),
+            agent: agent_id.as_deref(),
             transaction: request.transaction.as_deref(),
             grant: decision.grant.as_deref().or(request.grant.as_deref()),
             reasons: &decision.reasons,

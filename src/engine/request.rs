@@ -91,7 +91,7 @@ impl RequestError {
 /// How much deeper than the payload limit the parser itself goes before refusing: enough for
 /// the request object and the session line around a payload at the limit, so that a payload one
 /// level too deep is reported as `TooDeep` (a deny) and not as unparseable.
-const PARSE_HEADROOM: usize = 8;
+pub(crate) const PARSE_HEADROOM: usize = 8;
 
 impl Request {
     /// A request with the required fields and everything else absent.

@@ -259,10 +259,7 @@ pub(super) struct Seen {
 impl Seen {
     fn record(&mut self, leaf: Leaf<'_>) {
         self.text = Some(leaf.describe());
-        self.kind = Some(match leaf {
-            Leaf::Json(v) => crate::value::type_name(v),
-            Leaf::Str(_) => "string",
-        });
+        self.kind = Some(leaf.type_name());
     }
 }
 
@@ -353,7 +350,7 @@ fn test<S: Sink>(
             (
                 walk!(path, optional, |leaf| leaf
                     .as_str()
-                    .is_some_and(|s| regex.regex.is_match(s))),
+                    .is_some_and(|s| regex.regex.is_match(&s))),
                 Some(path),
             )
         }
@@ -367,7 +364,7 @@ fn test<S: Sink>(
             (
                 walk!(path, optional, |leaf| leaf
                     .as_number()
-                    .is_some_and(|n| number_in_bounds(n, bounds))),
+                    .is_some_and(|n| number_in_bounds(&n, bounds))),
                 Some(path),
             )
         }
@@ -382,7 +379,7 @@ fn test<S: Sink>(
             (
                 walk!(path, optional, |leaf| leaf
                     .as_str()
-                    .and_then(parse_timestamp)
+                    .and_then(|s| parse_timestamp(&s))
                     .is_some_and(|t| instant_in_bounds(t, now, bounds))),
                 Some(path),
             )
@@ -402,8 +399,8 @@ fn test<S: Sink>(
                     (Ok(a), Ok(b)) => {
                         let difference = a
                             .as_str()
-                            .and_then(parse_timestamp)
-                            .zip(b.as_str().and_then(parse_timestamp))
+                            .and_then(|s| parse_timestamp(&s))
+                            .zip(b.as_str().and_then(|s| parse_timestamp(&s)))
                             .map(|(a, b)| nanos(a) - nanos(b));
                         match difference {
                             Some(d) if nanos_in_bounds(d, bounds) => Ok(()),

@@ -1,8 +1,8 @@
 //! What a program reads: the request, borrowed, plus the clock and limits.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
+use super::json::JsonRef;
 use super::resource::{Bindings, RequestResource};
 use crate::bytecode::program::JsonRoot;
 
@@ -10,11 +10,11 @@ use crate::bytecode::program::JsonRoot;
 #[derive(Debug, Clone, Copy)]
 pub struct Input<'r> {
     /// The payload (JSON `null` when absent).
-    pub payload: &'r Value,
+    pub payload: JsonRef<'r>,
     /// The agent identity object (JSON `null` when absent).
-    pub agent: &'r Value,
+    pub agent: JsonRef<'r>,
     /// The caller's context object (JSON `null` when absent).
-    pub context: &'r Value,
+    pub context: JsonRef<'r>,
     /// The parsed request resource (for `resource.query`).
     pub resource: &'r RequestResource<'r>,
     /// The template bindings of the capability being evaluated.
@@ -33,7 +33,7 @@ pub struct Input<'r> {
 
 impl<'r> Input<'r> {
     /// The JSON document a path rooted at `root` reads.
-    pub fn document(&self, root: JsonRoot) -> &'r Value {
+    pub fn document(&self, root: JsonRoot) -> JsonRef<'r> {
         match root {
             JsonRoot::Payload => self.payload,
             JsonRoot::Agent => self.agent,

@@ -13,6 +13,7 @@
 mod exec;
 mod explain;
 mod input;
+pub mod json;
 pub mod path;
 pub mod resource;
 pub mod schema;
@@ -23,3 +24,4 @@ pub use exec::{
     run_counted, trace,
 };
 pub use input::Input;
+pub use json::JsonRef;

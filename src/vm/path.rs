@@ -12,9 +12,10 @@
 //! exception is a root that is `null`: SPEC §4 says an absent payload (agent, context) *is*
 //! `null`, so every path below a `null` root is absent.
 
-use serde_json::Value;
+use std::borrow::Cow;
 
 use super::input::Input;
+use super::json::{JsonKind, JsonRef};
 use super::resource::QueryValue;
 use crate::bytecode::program::{CompiledPath, PathAccess};
 use crate::value::Segment;
@@ -23,26 +24,35 @@ use crate::value::Segment;
 #[derive(Debug, Clone, Copy)]
 pub enum Leaf<'a> {
     /// A JSON value from the payload, agent or context.
-    Json(&'a Value),
+    Json(JsonRef<'a>),
     /// A string from the resource or request (bindings, query, skill, operation, transaction).
     Str(&'a str),
 }
 
 impl<'a> Leaf<'a> {
-    /// The value as a string, if it is one.
-    pub fn as_str(self) -> Option<&'a str> {
+    /// The value as a string, if it is one (borrowed unless a tape string has escapes).
+    #[inline]
+    pub fn as_str(self) -> Option<Cow<'a, str>> {
         match self {
-            Leaf::Json(Value::String(s)) => Some(s),
-            Leaf::Json(_) => None,
-            Leaf::Str(s) => Some(s),
+            Leaf::Json(v) => v.as_str(),
+            Leaf::Str(s) => Some(Cow::Borrowed(s)),
         }
     }
 
     /// The value as a JSON number, if it is one.
-    pub fn as_number(self) -> Option<&'a serde_json::Number> {
+    #[inline]
+    pub fn as_number(self) -> Option<serde_json::Number> {
         match self {
-            Leaf::Json(Value::Number(n)) => Some(n),
-            _ => None,
+            Leaf::Json(v) => v.as_number(),
+            Leaf::Str(_) => None,
+        }
+    }
+
+    /// The value's JSON type name.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Leaf::Json(v) => v.type_name(),
+            Leaf::Str(_) => "string",
         }
     }
 
@@ -50,24 +60,29 @@ impl<'a> Leaf<'a> {
     /// text).
     pub fn equals(self, other: Leaf<'_>) -> bool {
         match (self, other) {
-            (Leaf::Json(a), Leaf::Json(b)) => crate::value::json_eq(a, b),
+            (Leaf::Json(a), Leaf::Json(b)) => a.json_eq(b),
             (Leaf::Str(a), Leaf::Str(b)) => a == b,
-            (Leaf::Str(a), Leaf::Json(Value::String(b)))
-            | (Leaf::Json(Value::String(b)), Leaf::Str(a)) => a == b,
-            _ => false,
+            (Leaf::Str(a), Leaf::Json(b)) | (Leaf::Json(b), Leaf::Str(a)) => b.str_eq(a),
         }
     }
 
     /// JSON equality with a constant.
-    pub fn equals_value(self, value: &Value) -> bool {
-        self.equals(Leaf::Json(value))
+    #[inline]
+    pub fn equals_value(self, value: &serde_json::Value) -> bool {
+        match self {
+            Leaf::Json(v) => v.equals_value(value),
+            Leaf::Str(s) => value.as_str() == Some(s),
+        }
     }
 
     /// The value as JSON text for messages, cut to 64 characters.
     pub fn describe(self) -> String {
         match self {
-            Leaf::Json(v) => crate::value::truncate_for_message(v, 64),
-            Leaf::Str(s) => crate::value::truncate_for_message(&Value::String(s.to_owned()), 64),
+            Leaf::Json(v) => v.describe(64),
+            Leaf::Str(s) => crate::value::truncate_for_message(
+                &serde_json::Value::String(s.to_owned()),
+                64,
+            ),
         }
     }
 }
@@ -182,7 +197,7 @@ pub fn visit<'r, T: Trail>(
 }
 
 fn walk<T: Trail>(
-    value: &Value,
+    value: JsonRef<'_>,
     segments: &[Segment],
     optional: bool,
     max_array_scan: usize,
@@ -197,8 +212,8 @@ fn walk<T: Trail>(
         };
     };
     let absent = if optional { Ok(()) } else { Err(Stop::Missing) };
-    match (segment, value) {
-        (Segment::Key(key), Value::Object(map)) => match map.get(key) {
+    match (segment, value.kind()) {
+        (Segment::Key(key), JsonKind::Object) => match value.get(key) {
             Some(child) => {
                 trail.push(ConcreteStep::Key(key));
                 walk(child, rest, optional, max_array_scan, trail, predicate)?;
@@ -212,21 +227,22 @@ fn walk<T: Trail>(
                 Ok(())
             }
         },
-        (Segment::Index(index), Value::Array(items)) => {
+        (Segment::Index(index), JsonKind::Array) => {
             let position = usize::try_from(*index).unwrap_or(usize::MAX);
             trail.push(ConcreteStep::Index(position));
-            match items.get(position) {
+            match value.index(position) {
                 Some(child) => walk(child, rest, optional, max_array_scan, trail, predicate)?,
                 None => absent?,
             }
             trail.pop();
             Ok(())
         }
-        (Segment::Wildcard, Value::Array(items)) => {
-            if items.len() > max_array_scan {
-                return Err(Stop::TooLong(items.len()));
+        (Segment::Wildcard, JsonKind::Array) => {
+            let length = value.len();
+            if length > max_array_scan {
+                return Err(Stop::TooLong(length));
             }
-            for (position, child) in items.iter().enumerate() {
+            for (position, child) in value.elements().enumerate() {
                 trail.push(ConcreteStep::Index(position));
                 walk(child, rest, optional, max_array_scan, trail, predicate)?;
                 trail.pop();
@@ -240,18 +256,18 @@ fn walk<T: Trail>(
     }
 }
 
-fn expected_shape(expected: &'static str, found: &Value) -> &'static str {
+fn expected_shape(expected: &'static str, found: JsonKind) -> &'static str {
     match (expected, found) {
-        ("an object", Value::Null) => "expected an object, found null",
-        ("an object", Value::Array(_)) => "expected an object, found an array",
-        ("an object", Value::String(_)) => "expected an object, found a string",
-        ("an object", Value::Number(_)) => "expected an object, found a number",
-        ("an object", Value::Bool(_)) => "expected an object, found a boolean",
-        (_, Value::Null) => "expected an array, found null",
-        (_, Value::Object(_)) => "expected an array, found an object",
-        (_, Value::String(_)) => "expected an array, found a string",
-        (_, Value::Number(_)) => "expected an array, found a number",
-        (_, Value::Bool(_)) => "expected an array, found a boolean",
+        ("an object", JsonKind::Null) => "expected an object, found null",
+        ("an object", JsonKind::Array) => "expected an object, found an array",
+        ("an object", JsonKind::String) => "expected an object, found a string",
+        ("an object", JsonKind::Number) => "expected an object, found a number",
+        ("an object", JsonKind::Bool) => "expected an object, found a boolean",
+        (_, JsonKind::Null) => "expected an array, found null",
+        (_, JsonKind::Object) => "expected an array, found an object",
+        (_, JsonKind::String) => "expected an array, found a string",
+        (_, JsonKind::Number) => "expected an array, found a number",
+        (_, JsonKind::Bool) => "expected an array, found a boolean",
         _ => "unexpected value type",
     }
 }
@@ -271,10 +287,10 @@ pub fn with_single<R>(
                 return f(Err(Stop::Missing));
             }
             for segment in segments {
-                let next = match (segment, value) {
-                    (Segment::Key(key), Value::Object(map)) => map.get(key),
-                    (Segment::Index(index), Value::Array(items)) => {
-                        items.get(usize::try_from(*index).unwrap_or(usize::MAX))
+                let next = match (segment, value.kind()) {
+                    (Segment::Key(key), JsonKind::Object) => value.get(key),
+                    (Segment::Index(index), JsonKind::Array) => {
+                        value.index(usize::try_from(*index).unwrap_or(usize::MAX))
                     }
                     (Segment::Key(_), other) => {
                         return f(Err(Stop::WrongShape(expected_shape("an object", other))));

@@ -18,7 +18,7 @@ use std::fmt;
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
     HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
-    is_dot_segment, parse_port, quote, split_port,
+    find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
 };
 
 /// Which part of a resource a problem is in.
@@ -296,8 +296,11 @@ impl<'a> RequestResource<'a> {
                 });
             }
         }
-        let (before_query, query) = match after_kind.split_once('?') {
-            Some((before, query)) => (before, Some(query)),
+        let (before_query, query) = match find_byte(after_kind, b'?') {
+            Some(at) => (
+                after_kind.get(..at).unwrap_or(after_kind),
+                after_kind.get(at + 1..),
+            ),
             None => (after_kind, None),
         };
         if !plain && before_query.contains('\\') {
@@ -443,11 +446,14 @@ fn parse_origin<'a>(
             resource: quote(whole),
         });
     };
-    let (authority, path) = match rest.split_once('/') {
-        Some((authority, path)) => (authority, path),
+    let (authority, path) = match find_byte(rest, b'/') {
+        Some(at) => (
+            rest.get(..at).unwrap_or(rest),
+            rest.get(at + 1..).unwrap_or(""),
+        ),
         None => (rest, ""),
     };
-    if let Some(at) = authority.rfind('@') {
+    if let Some(at) = authority.bytes().rposition(|b| b == b'@') {
         return Err(ResourceRejection::Userinfo {
             userinfo: quote(authority.get(..=at).unwrap_or(authority)),
         });
@@ -509,7 +515,7 @@ const PLAIN: [bool; 256] = {
 
 /// [`validate_path`] for a path of plain bytes: no escapes to decode.
 fn validate_plain_path(path: &str) -> Result<(), ResourceRejection> {
-    let mut segments = path.split('/').peekable();
+    let mut segments = split_byte(path, b'/').peekable();
     while let Some(segment) = segments.next() {
         if segment.is_empty() && segments.peek().is_some() {
             return Err(ResourceRejection::EmptySegment { path: quote(path) });
@@ -616,8 +622,9 @@ impl<'a> Bindings<'a> {
             *place = None;
         }
         self.spill.clear();
-        self.spill
-            .resize(slots.saturating_sub(INLINE_BINDINGS), None);
+        if slots > INLINE_BINDINGS {
+            self.spill.resize(slots - INLINE_BINDINGS, None);
+        }
         self.len = slots;
     }
 
@@ -666,7 +673,7 @@ impl ResourcePattern {
     }
 
     fn path_matches<'a>(&self, path: &'a str, plain: bool, bindings: &mut Bindings<'a>) -> bool {
-        let mut segments = path.split('/');
+        let mut segments = split_byte(path, b'/');
         for pattern in self.segments() {
             let Some(segment) = segments.next() else {
                 return false;

@@ -13,14 +13,17 @@
 
 mod format;
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
+
+use super::json::{JsonKind, JsonRef};
 
 use crate::bytecode::schema::{
     Decimal, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
 };
-use crate::value::{Segment, cmp_numbers, json_eq, truncate_for_message, truncate_str};
+use crate::value::{Segment, cmp_numbers, truncate_for_message, truncate_str};
 
 pub use format::is_valid_format;
 
@@ -40,26 +43,29 @@ pub struct SchemaViolation {
 }
 
 /// True when `instance` validates against `program`. Allocation-free when it does.
-pub fn is_valid(program: &SchemaProgram, instance: &Value) -> bool {
+pub fn is_valid<'r>(program: &SchemaProgram, instance: impl Into<JsonRef<'r>>) -> bool {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Quiet,
     };
     matches!(
-        eval.node(program.root(), Instance::Value(instance), 0),
+        eval.node(program.root(), Instance::Value(instance.into()), 0),
         Ok(true)
     )
 }
 
 /// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
-pub fn first_violation(program: &SchemaProgram, instance: &Value) -> Option<SchemaViolation> {
+pub fn first_violation<'r>(
+    program: &SchemaProgram,
+    instance: impl Into<JsonRef<'r>>,
+) -> Option<SchemaViolation> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Explain::default(),
     };
-    match eval.node(program.root(), Instance::Value(instance), 0) {
+    match eval.node(program.root(), Instance::Value(instance.into()), 0) {
         Ok(true) => None,
         Ok(false) => Some(eval.report.found.unwrap_or_else(|| SchemaViolation {
             instance_path: Vec::new(),
@@ -100,50 +106,57 @@ type Outcome = Result<bool, Abort>;
 /// which behaves as a JSON string without being allocated as one.
 #[derive(Debug, Clone, Copy)]
 enum Instance<'a> {
-    Value(&'a Value),
+    Value(JsonRef<'a>),
     Name(&'a str),
 }
 
 impl<'a> Instance<'a> {
-    fn as_str(self) -> Option<&'a str> {
+    fn as_str(self) -> Option<Cow<'a, str>> {
         match self {
-            Instance::Value(Value::String(s)) => Some(s),
-            Instance::Name(s) => Some(s),
-            Instance::Value(_) => None,
+            Instance::Value(v) => v.as_str(),
+            Instance::Name(s) => Some(Cow::Borrowed(s)),
         }
     }
 
     fn type_name(self) -> &'static str {
         match self {
-            Instance::Value(v) => crate::value::type_name(v),
+            Instance::Value(v) => v.type_name(),
             Instance::Name(_) => "string",
         }
     }
 
     fn equals(self, expected: &Value) -> bool {
         match self {
-            Instance::Value(v) => json_eq(v, expected),
+            Instance::Value(v) => v.equals_value(expected),
             Instance::Name(s) => expected.as_str() == Some(s),
         }
     }
 
     fn quoted(self) -> String {
         match self {
-            Instance::Value(v) => truncate_for_message(v, QUOTE_LIMIT),
+            Instance::Value(v) => v.describe(QUOTE_LIMIT),
             Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTE_LIMIT),
         }
     }
 
+    fn kind(self) -> JsonKind {
+        match self {
+            Instance::Value(v) => v.kind(),
+            Instance::Name(_) => JsonKind::String,
+        }
+    }
+
     fn has_type(self, types: TypeSet) -> bool {
-        let ty = match self {
-            Instance::Name(_) | Instance::Value(Value::String(_)) => SchemaType::String,
-            Instance::Value(Value::Null) => SchemaType::Null,
-            Instance::Value(Value::Bool(_)) => SchemaType::Boolean,
-            Instance::Value(Value::Object(_)) => SchemaType::Object,
-            Instance::Value(Value::Array(_)) => SchemaType::Array,
-            Instance::Value(Value::Number(n)) => {
+        let ty = match self.kind() {
+            JsonKind::String => SchemaType::String,
+            JsonKind::Null => SchemaType::Null,
+            JsonKind::Bool => SchemaType::Boolean,
+            JsonKind::Object => SchemaType::Object,
+            JsonKind::Array => SchemaType::Array,
+            JsonKind::Number => {
                 return types.contains(SchemaType::Number)
-                    || (types.contains(SchemaType::Integer) && is_integer(n));
+                    || (types.contains(SchemaType::Integer)
+                        && matches!(self, Instance::Value(v) if v.as_number().is_some_and(|n| is_integer(&n))));
             }
         };
         types.contains(ty)
@@ -282,7 +295,7 @@ impl<R: Report> Eval<'_, R> {
         keyword: &'static str,
         id: SchemaNodeId,
         step: Step<'_>,
-        instance: &Value,
+        instance: JsonRef<'_>,
         depth: u32,
     ) -> Outcome {
         self.report.enter(step);
@@ -333,16 +346,20 @@ impl<R: Report> Eval<'_, R> {
                 instance.quoted()
             );
         }
-        match instance {
-            Instance::Value(Value::Number(n)) => require!(self.number(schema, n)),
-            Instance::Value(Value::Array(items)) => require!(self.array(schema, items, depth)),
-            Instance::Value(Value::Object(members)) => {
-                require!(self.members(schema, members, depth));
+        if let Instance::Value(value) = instance {
+            match value.kind() {
+                JsonKind::Number => {
+                    if let Some(n) = value.as_number() {
+                        require!(self.number(schema, &n));
+                    }
+                }
+                JsonKind::Array => require!(self.array(schema, value, depth)),
+                JsonKind::Object => require!(self.members(schema, value, depth)),
+                _ => {}
             }
-            _ => {}
         }
         if let Some(text) = instance.as_str() {
-            require!(self.string(schema, text));
+            require!(self.string(schema, &text));
         }
         self.applicators(schema, instance, depth)
     }
@@ -434,7 +451,7 @@ impl<R: Report> Eval<'_, R> {
         Ok(true)
     }
 
-    fn array(&mut self, schema: &SchemaObject, items: &[Value], depth: u32) -> Outcome {
+    fn array(&mut self, schema: &SchemaObject, items: JsonRef<'_>, depth: u32) -> Outcome {
         let count = u64::try_from(items.len()).unwrap_or(u64::MAX);
         if let Some(min) = schema.min_items {
             ensure!(
@@ -455,30 +472,30 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if schema.unique_items {
-            for (i, a) in items.iter().enumerate() {
-                for (j, b) in items.iter().enumerate().skip(i + 1) {
+            for (i, a) in items.elements().enumerate() {
+                for (j, b) in items.elements().enumerate().skip(i + 1) {
                     self.step()?;
                     ensure!(
                         self,
-                        !json_eq(a, b),
+                        !a.json_eq(b),
                         "uniqueItems",
                         "items {i} and {j} are equal, expected unique items"
                     );
                 }
             }
         }
-        for (i, (item, id)) in items.iter().zip(&schema.prefix_items).enumerate() {
+        for (i, (item, id)) in items.elements().zip(&schema.prefix_items).enumerate() {
             require!(self.descend("prefixItems", *id, Step::Index(i), item, depth));
         }
         if let Some(id) = schema.items {
-            let rest = items.iter().enumerate().skip(schema.prefix_items.len());
+            let rest = items.elements().enumerate().skip(schema.prefix_items.len());
             for (i, item) in rest {
                 require!(self.descend("items", id, Step::Index(i), item, depth));
             }
         }
         if let Some(rule) = schema.contains {
             let mut found: u64 = 0;
-            for item in items {
+            for item in items.elements() {
                 if found >= rule.min && rule.max.is_none() {
                     break;
                 }
@@ -513,13 +530,13 @@ impl<R: Report> Eval<'_, R> {
     fn members(
         &mut self,
         schema: &SchemaObject,
-        members: &Map<String, Value>,
+        members: JsonRef<'_>,
         depth: u32,
     ) -> Outcome {
         for name in &schema.required {
             ensure!(
                 self,
-                members.contains_key(name),
+                members.has_member(name),
                 "required",
                 "missing required property `{}`",
                 truncate_str(name, QUOTE_LIMIT)
@@ -545,11 +562,11 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         for (name, dependents) in &schema.dependent_required {
-            if members.contains_key(name) {
+            if members.has_member(name) {
                 for dependent in dependents {
                     ensure!(
                         self,
-                        members.contains_key(dependent),
+                        members.has_member(dependent),
                         "dependentRequired",
                         "missing property `{}`, required when `{}` is present",
                         truncate_str(dependent, QUOTE_LIMIT),
@@ -559,14 +576,14 @@ impl<R: Report> Eval<'_, R> {
             }
         }
         if let Some(id) = schema.property_names {
-            for name in members.keys() {
-                let valid = self.quiet(id, Instance::Name(name), depth)?;
+            for (name, _) in members.members() {
+                let valid = self.quiet(id, Instance::Name(&name), depth)?;
                 ensure!(
                     self,
                     valid,
                     "propertyNames",
                     "property name `{}` is not allowed by `propertyNames`",
-                    truncate_str(name, QUOTE_LIMIT)
+                    truncate_str(&name, QUOTE_LIMIT)
                 );
             }
         }
@@ -582,7 +599,8 @@ impl<R: Report> Eval<'_, R> {
                 }
             }
         } else {
-            for (name, value) in members {
+            for (name, value) in members.members() {
+                let name: &str = &name;
                 let mut matched = false;
                 if let Some(id) = schema.property(name) {
                     matched = true;

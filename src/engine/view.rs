@@ -1,0 +1,143 @@
+//! A request borrowed for one decision, whatever it was parsed into.
+//!
+//! [`RequestView`] holds the fields of a [`Request`] (a request built in memory or from a session
+//! line) or of a request read straight from its bytes into a [`crate::tape`], as borrowed strings
+//! and [`JsonRef`]s. The decision procedure reads only views, so both ways in decide alike.
+
+use std::borrow::Cow;
+
+use super::request::Request;
+use crate::tape::{Kind, NodeRef};
+use crate::vm::JsonRef;
+
+/// The fields of one request, borrowed.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestView<'r> {
+    /// The calling skill's name.
+    pub skill: Cow<'r, str>,
+    /// The manifest hash the caller expects, if given.
+    pub skill_hash: Option<Cow<'r, str>>,
+    /// The operation.
+    pub operation: Cow<'r, str>,
+    /// The resource.
+    pub resource: Cow<'r, str>,
+    /// The payload (`null` when absent).
+    pub payload: JsonRef<'r>,
+    /// The agent identity (`null` when absent).
+    pub agent: JsonRef<'r>,
+    /// The caller's context (`null` when absent).
+    pub context: JsonRef<'r>,
+    /// The transaction, if named.
+    pub transaction: Option<Cow<'r, str>>,
+    /// The grant token, if presented.
+    pub grant: Option<Cow<'r, str>>,
+    /// The autonomy score as sent (absent or `null` is `None`).
+    pub autonomy: Option<JsonRef<'r>>,
+    /// The call's time, if given.
+    pub time: Option<Cow<'r, str>>,
+}
+
+impl Request {
+    /// This request as a view (borrows everything; allocates nothing).
+    pub(crate) fn view(&self) -> RequestView<'_> {
+        fn text(s: &Option<String>) -> Option<Cow<'_, str>> {
+            s.as_deref().map(Cow::Borrowed)
+        }
+        RequestView {
+            skill: Cow::Borrowed(&self.skill),
+            skill_hash: text(&self.skill_hash),
+            operation: Cow::Borrowed(&self.operation),
+            resource: Cow::Borrowed(&self.resource),
+            payload: JsonRef::Value(&self.payload),
+            agent: JsonRef::Value(&self.agent),
+            context: JsonRef::Value(&self.context),
+            transaction: text(&self.transaction),
+            grant: text(&self.grant),
+            autonomy: self.autonomy.as_ref().map(JsonRef::Value),
+            time: text(&self.time),
+        }
+    }
+}
+
+/// Why a tape could not be read as a request. The caller falls back to [`Request::from_slice`],
+/// which gives the precise error, so this only has to be right about *whether* to refuse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotARequest;
+
+impl<'r> RequestView<'r> {
+    /// Reads a request from a parsed tape with the rules of [`Request::from_slice`]: an object
+    /// with string `skill`, `operation` and `resource`, optional strings (`null` = absent)
+    /// `skill_hash`, `transaction`, `grant` and `time`, any JSON in `payload`, `agent`, `context`
+    /// and `autonomy`, no other member, and `payload`/`agent`/`context` nested at most
+    /// `max_depth` levels. Duplicate members were refused by the tape parser.
+    pub(crate) fn from_tape(root: NodeRef<'r>, max_depth: usize) -> Result<Self, NotARequest> {
+        if root.kind() != Kind::Object {
+            return Err(NotARequest);
+        }
+        let null = JsonRef::null();
+        let mut view = RequestView {
+            skill: Cow::Borrowed(""),
+            skill_hash: None,
+            operation: Cow::Borrowed(""),
+            resource: Cow::Borrowed(""),
+            payload: null,
+            agent: null,
+            context: null,
+            transaction: None,
+            grant: None,
+            autonomy: None,
+            time: None,
+        };
+        let (mut skill, mut operation, mut resource) = (false, false, false);
+        let required = |value: NodeRef<'r>| value.as_str().ok_or(NotARequest);
+        let optional = |value: NodeRef<'r>| match value.kind() {
+            Kind::Null => Ok(None),
+            Kind::String => value.as_str().map(Some).ok_or(NotARequest),
+            _ => Err(NotARequest),
+        };
+        let nested = |value: NodeRef<'r>| {
+            if value.depth() > max_depth {
+                Err(NotARequest)
+            } else {
+                Ok(JsonRef::Tape(value))
+            }
+        };
+        for (key, value) in root.members() {
+            // Request member names never need escapes; an escaped one is compared decoded.
+            let name = key.as_str().ok_or(NotARequest)?;
+            match &*name {
+                "skill" => {
+                    view.skill = required(value)?;
+                    skill = true;
+                }
+                "operation" => {
+                    view.operation = required(value)?;
+                    operation = true;
+                }
+                "resource" => {
+                    view.resource = required(value)?;
+                    resource = true;
+                }
+                "skill_hash" => view.skill_hash = optional(value)?,
+                "transaction" => view.transaction = optional(value)?,
+                "grant" => view.grant = optional(value)?,
+                "time" => view.time = optional(value)?,
+                "payload" => view.payload = nested(value)?,
+                "agent" => view.agent = nested(value)?,
+                "context" => view.context = nested(value)?,
+                "autonomy" => {
+                    view.autonomy = match value.kind() {
+                        Kind::Null => None,
+                        _ => Some(nested(value)?),
+                    }
+                }
+                _ => return Err(NotARequest),
+            }
+        }
+        if skill && operation && resource {
+            Ok(view)
+        } else {
+            Err(NotARequest)
+        }
+    }
+}
