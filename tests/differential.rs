@@ -1095,7 +1095,11 @@ fn run_case(seed: u64) {
                 "the tape path and `check` disagree (seed {seed})\n--- policy:\n{cap}--- request:\n{}",
                 String::from_utf8_lossy(&pretty)
             );
-            assert_eq!(from_cap.check_slice(bytes), parsed, "check_slice (seed {seed})");
+            assert_eq!(
+                from_cap.check_slice(bytes),
+                parsed,
+                "check_slice (seed {seed})"
+            );
         }
         check_cost_bound(&from_cap, &request, now);
     }

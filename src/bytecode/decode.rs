@@ -43,7 +43,7 @@ use super::program::{
 use super::resource::{ResourceKind, ResourcePattern};
 use super::schema::{
     Condition, ContainsRule, Decimal, Format, SchemaNode, SchemaNodeId, SchemaObject,
-    SchemaPattern, SchemaProgram, TypeSet,
+    SchemaPattern, SchemaProgram, Shape, TypeSet,
 };
 use super::verify::{VerifyError, verify};
 use super::window::{CompiledWindow, DayInterval, MINUTES_PER_DAY, WindowRule};
@@ -831,12 +831,7 @@ impl<'a> Reader<'a> {
             )));
         }
         // INVARIANT (schema-arena): every id was checked against `count` == `nodes.len()`.
-        Ok(SchemaProgram {
-            nodes,
-            root,
-            depth_limit,
-            step_limit,
-        })
+        Ok(SchemaProgram::new(nodes, root, depth_limit, step_limit))
     }
 
     fn node_id(&mut self, count: usize) -> Result<SchemaNodeId, CapcError> {
@@ -991,6 +986,7 @@ impl<'a> Reader<'a> {
             one_of,
             not,
             condition,
+            shape: Shape::default(),
         })
     }
 }

@@ -363,7 +363,11 @@ pub(crate) fn check_host(host: &str) -> Result<(), HostProblem> {
     // Labels of `[A-Za-z0-9_-]`, separated by single dots, none empty: one pass over the bytes.
     let mut label_len = 0usize;
     for b in host.bytes() {
-        match HOST_BYTES.get(usize::from(b)).copied().unwrap_or(HostByte::Other) {
+        match HOST_BYTES
+            .get(usize::from(b))
+            .copied()
+            .unwrap_or(HostByte::Other)
+        {
             HostByte::Label => label_len += 1,
             HostByte::Dot if label_len > 0 => label_len = 0,
             HostByte::Dot | HostByte::Other => return Err(HostProblem::Invalid),

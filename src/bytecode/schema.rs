@@ -64,6 +64,26 @@ pub struct SchemaProgram {
 }
 
 impl SchemaProgram {
+    /// A program over `nodes`, deriving each object's [`Shape`].
+    pub(crate) fn new(
+        mut nodes: Vec<SchemaNode>,
+        root: SchemaNodeId,
+        depth_limit: u32,
+        step_limit: u64,
+    ) -> SchemaProgram {
+        for node in &mut nodes {
+            if let SchemaNode::Object(object) = node {
+                object.shape = Shape::of(object);
+            }
+        }
+        SchemaProgram {
+            nodes,
+            root,
+            depth_limit,
+            step_limit,
+        }
+    }
+
     /// The node validation starts from.
     pub fn root(&self) -> SchemaNodeId {
         self.root
@@ -175,6 +195,110 @@ pub struct SchemaObject {
     pub not: Option<SchemaNodeId>,
     /// `if` with its `then` and `else` (both ignored without `if`).
     pub condition: Option<Condition>,
+    /// Which keyword groups are present, derived from the fields above when the program is
+    /// built ([`SchemaProgram::new`]); never serialized.
+    pub shape: Shape,
+}
+
+/// What an object schema needs, derived once so validation skips absent keyword groups.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// A keyword for strings: `minLength`, `maxLength`, `pattern`, `format`.
+    pub strings: bool,
+    /// A keyword for numbers: the bounds and `multipleOf`.
+    pub numbers: bool,
+    /// A keyword for arrays.
+    pub arrays: bool,
+    /// A keyword for objects.
+    pub objects: bool,
+    /// An applicator on the same instance: `allOf`, `anyOf`, `oneOf`, `not`, `if`.
+    pub applicators: bool,
+    /// For each `required` name, its position in `properties` when listed there (so one lookup
+    /// serves both keywords).
+    pub required_properties: Vec<Option<usize>>,
+}
+
+impl Shape {
+    /// The shape of `object`'s keywords.
+    pub fn of(object: &SchemaObject) -> Shape {
+        // Every field named, so a keyword added to `SchemaObject` does not compile until it is
+        // placed in a group here (a keyword left out would be skipped: fail open).
+        let SchemaObject {
+            reference: _,
+            types: _,
+            enum_values: _,
+            const_value: _,
+            minimum: _,
+            maximum: _,
+            exclusive_minimum: _,
+            exclusive_maximum: _,
+            multiple_of: _,
+            min_length: _,
+            max_length: _,
+            pattern: _,
+            format: _,
+            prefix_items: _,
+            items: _,
+            contains: _,
+            min_items: _,
+            max_items: _,
+            unique_items: _,
+            required: _,
+            properties: _,
+            pattern_properties: _,
+            additional_properties: _,
+            property_names: _,
+            min_properties: _,
+            max_properties: _,
+            dependent_required: _,
+            all_of: _,
+            any_of: _,
+            one_of: _,
+            not: _,
+            condition: _,
+            shape: _,
+        } = object;
+        Shape {
+            strings: object.min_length.is_some()
+                || object.max_length.is_some()
+                || object.pattern.is_some()
+                || object.format.is_some(),
+            numbers: object.minimum.is_some()
+                || object.maximum.is_some()
+                || object.exclusive_minimum.is_some()
+                || object.exclusive_maximum.is_some()
+                || object.multiple_of.is_some(),
+            arrays: !object.prefix_items.is_empty()
+                || object.items.is_some()
+                || object.contains.is_some()
+                || object.min_items.is_some()
+                || object.max_items.is_some()
+                || object.unique_items,
+            objects: !object.required.is_empty()
+                || !object.properties.is_empty()
+                || !object.pattern_properties.is_empty()
+                || object.additional_properties.is_some()
+                || object.property_names.is_some()
+                || object.min_properties.is_some()
+                || object.max_properties.is_some()
+                || !object.dependent_required.is_empty(),
+            applicators: !object.all_of.is_empty()
+                || !object.any_of.is_empty()
+                || !object.one_of.is_empty()
+                || object.not.is_some()
+                || object.condition.is_some(),
+            required_properties: object
+                .required
+                .iter()
+                .map(|name| {
+                    object
+                        .properties
+                        .binary_search_by(|(key, _)| key.as_str().cmp(name))
+                        .ok()
+                })
+                .collect(),
+        }
+    }
 }
 
 impl SchemaObject {

@@ -109,12 +109,12 @@ pub fn compile_schema(schema: &Value) -> Result<SchemaProgram, Vec<SchemaCompile
     if compiler.errors.is_empty() {
         // INVARIANT (schema-arena): every id in `nodes` came from `push` on this arena, and
         // every `$ref` resolved to a registered location, so all ids index `nodes`.
-        Ok(SchemaProgram {
-            nodes: compiler.nodes,
+        Ok(SchemaProgram::new(
+            compiler.nodes,
             root,
-            depth_limit: DEFAULT_SCHEMA_DEPTH_LIMIT,
-            step_limit: DEFAULT_SCHEMA_STEP_LIMIT,
-        })
+            DEFAULT_SCHEMA_DEPTH_LIMIT,
+            DEFAULT_SCHEMA_STEP_LIMIT,
+        ))
     } else {
         Err(compiler.errors)
     }

@@ -33,9 +33,9 @@ use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantRefusal, GrantStatus, GrantUse, RateCharge, RateSpec,
     StateStore,
 };
+use crate::vm::json::JsonKind;
 use crate::vm::path::with_single;
 use crate::vm::resource::{Bindings, RequestResource};
-use crate::vm::json::JsonKind;
 use crate::vm::{Input, JsonRef, Outcome, TestReport, Tracer, VmError};
 
 /// The trace of one candidate, for `:explain`.

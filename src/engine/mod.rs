@@ -482,7 +482,10 @@ impl Engine {
     /// a full parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
         let doc = tape
-            .parse(bytes, self.limits.max_payload_depth + request::PARSE_HEADROOM)
+            .parse(
+                bytes,
+                self.limits.max_payload_depth + request::PARSE_HEADROOM,
+            )
             .ok()?;
         let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
         let decision = self.decide(&view);
@@ -502,7 +505,10 @@ impl Engine {
     pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
         let mut tape = Tape::new();
         let doc = tape
-            .parse(bytes, self.limits.max_payload_depth + request::PARSE_HEADROOM)
+            .parse(
+                bytes,
+                self.limits.max_payload_depth + request::PARSE_HEADROOM,
+            )
             .ok()?;
         let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
         Some(self.decide(&view))

@@ -138,12 +138,12 @@ impl<'r> JsonRef<'r> {
             .into_iter()
             .flatten()
             .map(|(k, v)| (Cow::Borrowed(k.as_str()), JsonRef::Value(v)))
-            .chain(nodes.into_iter().flatten().map(|(k, v)| {
-                (
-                    k.as_str().unwrap_or(Cow::Borrowed("")),
-                    JsonRef::Tape(v),
-                )
-            }))
+            .chain(
+                nodes
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.as_str().unwrap_or(Cow::Borrowed("")), JsonRef::Tape(v))),
+            )
     }
 
     /// True when this is an object with a member named `key`.

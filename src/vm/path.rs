@@ -79,10 +79,9 @@ impl<'a> Leaf<'a> {
     pub fn describe(self) -> String {
         match self {
             Leaf::Json(v) => v.describe(64),
-            Leaf::Str(s) => crate::value::truncate_for_message(
-                &serde_json::Value::String(s.to_owned()),
-                64,
-            ),
+            Leaf::Str(s) => {
+                crate::value::truncate_for_message(&serde_json::Value::String(s.to_owned()), 64)
+            }
         }
     }
 }

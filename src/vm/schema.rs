@@ -27,6 +27,9 @@ use crate::value::{Segment, cmp_numbers, truncate_for_message, truncate_str};
 
 pub use format::is_valid_format;
 
+/// How many `properties` lookups one object validation remembers for `required`.
+const CACHED: usize = 8;
+
 /// Longest quoted instance value in a message, in characters.
 const QUOTE_LIMIT: usize = 64;
 
@@ -346,22 +349,32 @@ impl<R: Report> Eval<'_, R> {
                 instance.quoted()
             );
         }
+        // Only the keyword groups the schema has are visited (`Shape`, derived at build).
+        let shape = &schema.shape;
         if let Instance::Value(value) = instance {
             match value.kind() {
-                JsonKind::Number => {
+                JsonKind::Number if shape.numbers => {
                     if let Some(n) = value.as_number() {
                         require!(self.number(schema, &n));
                     }
                 }
-                JsonKind::Array => require!(self.array(schema, value, depth)),
-                JsonKind::Object => require!(self.members(schema, value, depth)),
+                JsonKind::Array if shape.arrays => require!(self.array(schema, value, depth)),
+                JsonKind::Object if shape.objects => {
+                    require!(self.members(schema, value, depth));
+                }
                 _ => {}
             }
         }
-        if let Some(text) = instance.as_str() {
-            require!(self.string(schema, &text));
+        if shape.strings {
+            if let Some(text) = instance.as_str() {
+                require!(self.string(schema, &text));
+            }
         }
-        self.applicators(schema, instance, depth)
+        if shape.applicators {
+            self.applicators(schema, instance, depth)
+        } else {
+            Ok(true)
+        }
     }
 
     fn number(&mut self, schema: &SchemaObject, n: &Number) -> Outcome {
@@ -527,16 +540,22 @@ impl<R: Report> Eval<'_, R> {
         Ok(true)
     }
 
-    fn members(
-        &mut self,
-        schema: &SchemaObject,
-        members: JsonRef<'_>,
-        depth: u32,
-    ) -> Outcome {
-        for name in &schema.required {
+    fn members(&mut self, schema: &SchemaObject, members: JsonRef<'_>, depth: u32) -> Outcome {
+        // A `required` name that `properties` also lists is looked up once, for both
+        // keywords (the first `CACHED` properties).
+        let mut cached: [Option<Option<JsonRef<'_>>>; CACHED] = [None; CACHED];
+        for (name, property) in schema
+            .required
+            .iter()
+            .zip(&schema.shape.required_properties)
+        {
+            let member = members.get(name);
+            if let Some(slot) = property.and_then(|i| cached.get_mut(i)) {
+                *slot = Some(member);
+            }
             ensure!(
                 self,
-                members.has_member(name),
+                member.is_some(),
                 "required",
                 "missing required property `{}`",
                 truncate_str(name, QUOTE_LIMIT)
@@ -593,8 +612,12 @@ impl<R: Report> Eval<'_, R> {
             // Only `properties` applies: look each named property up instead of walking every
             // member of the instance (a payload usually has many more members than the schema
             // names). Both lists are in name order, so violations come in the same order.
-            for (name, id) in &schema.properties {
-                if let Some(value) = members.get(name) {
+            for (index, (name, id)) in schema.properties.iter().enumerate() {
+                let member = match cached.get(index).copied().flatten() {
+                    Some(member) => member,
+                    None => members.get(name),
+                };
+                if let Some(value) = member {
                     require!(self.descend("properties", *id, Step::Key(name), value, depth));
                 }
             }

@@ -454,3 +454,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_lone_keyword_of_every_group_is_enforced_when_the_shape_skips_the_others() {
+    // Each schema has keywords of one group only, so validation skips every other group:
+    // the keyword itself must still apply.
+    assert!(!valid(json!({"minLength": 2}), json!("a")));
+    assert!(!valid(json!({"format": "date"}), json!("not a date")));
+    assert!(!valid(json!({"multipleOf": 2}), json!(3)));
+    assert!(!valid(json!({"uniqueItems": true}), json!([1, 1])));
+    assert!(!valid(
+        json!({"dependentRequired": {"a": ["b"]}}),
+        json!({"a": 1})
+    ));
+    assert!(!valid(json!({"if": true, "then": false}), json!(1)));
+    assert!(!valid(json!({"const": 1}), json!(2)));
+}
+
+#[test]
+fn required_names_listed_in_properties_are_looked_up_once_and_still_checked() {
+    let schema = json!({
+        "required": ["a", "z"],
+        "properties": {"a": {"type": "string"}, "b": false, "c": {"type": "number"}}
+    });
+    assert!(valid(schema.clone(), json!({"a": "x", "z": 1})));
+    assert_eq!(
+        violation(schema.clone(), json!({"z": 1})).keyword,
+        "required"
+    );
+    // Present, so `required` holds, but its property schema is `false`.
+    assert_eq!(
+        violation(schema.clone(), json!({"a": "x", "b": 1, "z": 1})).keyword,
+        "properties"
+    );
+    assert_eq!(violation(schema, json!({"a": 1, "z": 1})).keyword, "type");
+}
