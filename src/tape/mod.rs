@@ -392,11 +392,11 @@ impl<'t> NodeRef<'t> {
             let node = self.at(index);
             index += 1;
             let mut done = match node.kind() {
-                Kind::Array if node.len() > 0 => {
+                Kind::Array if !node.is_empty() => {
                     open.push(Open::Array(Vec::with_capacity(node.len()), node.len()));
                     continue;
                 }
-                Kind::Object if node.len() > 0 => {
+                Kind::Object if !node.is_empty() => {
                     open.push(Open::Object(Map::new(), None, node.len()));
                     continue;
                 }
