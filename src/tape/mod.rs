@@ -314,7 +314,10 @@ impl<'t> NodeRef<'t> {
     pub fn raw(self) -> &'t [u8] {
         let node = self.node();
         let (start, end) = match node.kind {
-            Kind::String => (usize_from(node.start) - 1, usize_from(node.end) + 1),
+            Kind::String => (
+                usize_from(node.start).saturating_sub(1),
+                usize_from(node.end).saturating_add(1),
+            ),
             _ => (usize_from(node.start), usize_from(node.end)),
         };
         self.doc.bytes.get(start..end).unwrap_or_default()

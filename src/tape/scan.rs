@@ -19,6 +19,19 @@ pub(super) struct Frame {
     depth: u32,
     /// An object (`}` closes it, members have keys) rather than an array.
     object: bool,
+    /// Objects: a one-word Bloom filter of the unescaped keys so far (all ones once a key had
+    /// an escape), so most keys of a small object skip the scan of the earlier ones.
+    key_filter: u64,
+}
+
+/// The [`Frame::key_filter`] bit of an unescaped key with body `body`: from its length and its
+/// first and last bytes, which tell apart most keys of real objects.
+#[inline(always)]
+fn key_filter_bit(body: &[u8]) -> u64 {
+    let first = body.first().copied().unwrap_or(0);
+    let last = body.last().copied().unwrap_or(0);
+    let mix = body.len() ^ usize::from(first) ^ usize::from(last).rotate_left(3);
+    1 << (mix & 63)
 }
 
 /// A parse error before it becomes a [`TapeError`]: the byte offset and what is wrong.
@@ -144,7 +157,7 @@ impl Parser<'_> {
 
     /// Opens the array or object at `pos`. Returns true when a first element (or member value)
     /// follows, false when the container was empty and is already closed.
-    #[inline]
+    #[inline(always)]
     fn open(&mut self, object: bool) -> Result<bool, Fault> {
         // The reference refuses a container `max_depth` containers deep as it opens it.
         if self.stack.len() >= self.max_depth {
@@ -169,6 +182,7 @@ impl Parser<'_> {
             len: u32::from(!empty),
             depth: 0,
             object,
+            key_filter: 0,
         });
         if empty {
             self.close();
@@ -181,7 +195,7 @@ impl Parser<'_> {
     }
 
     /// Closes the innermost container at its closing bracket (at `pos`).
-    #[inline]
+    #[inline(always)]
     fn close(&mut self) {
         self.pos += 1;
         let Some(frame) = self.stack.pop() else {
@@ -203,7 +217,7 @@ impl Parser<'_> {
 
     /// Reads an object key at `pos`, checks it against the object's earlier keys, and the `:`
     /// after it, leaving `pos` at the member's value.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Result<(), Fault> {
         match self.bytes.get(self.pos) {
             Some(b'"') => {}
@@ -224,29 +238,34 @@ impl Parser<'_> {
     }
 
     /// Refuses key node `key` when the innermost object already has a key that decodes the same.
-    #[inline]
+    #[inline(always)]
     fn check_duplicate(&mut self, key: usize) -> Result<(), Fault> {
-        let Some(&Frame {
-            node: object, len, ..
-        }) = self.stack.last()
-        else {
+        let Some(top) = self.stack.last_mut() else {
             return Ok(());
         };
-        let earlier = len.saturating_sub(1);
-        if earlier == 0 {
-            return Ok(());
-        }
+        let (object, earlier) = (top.node, top.len.saturating_sub(1));
         let Some(new_key) = self.nodes.get(key) else {
             return Ok(());
         };
         if earlier < LINEAR_MEMBERS {
+            let bit = if new_key.escaped() {
+                u64::MAX
+            } else {
+                key_filter_bit(new_key.body(self.bytes))
+            };
+            let seen = top.key_filter;
+            top.key_filter |= bit;
+            if seen & bit == 0 {
+                // No earlier key has this key's filter bit: none can equal it.
+                return Ok(());
+            }
             for old_key in earlier_keys(&self.nodes, object, earlier) {
                 if self
                     .nodes
                     .get(old_key)
                     .is_some_and(|old| keys_equal(self.bytes, old, new_key))
                 {
-                    return Err(self.duplicate(key));
+                    return Err(duplicate(self.bytes, &self.nodes, key));
                 }
             }
             return Ok(());
@@ -262,24 +281,13 @@ impl Parser<'_> {
             .keys
             .insert(object, offset(key), self.bytes, &self.nodes)
         {
-            Some(_) => Err(self.duplicate(key)),
+            Some(_) => Err(duplicate(self.bytes, &self.nodes, key)),
             None => Ok(()),
         }
     }
 
-    /// The duplicate-key error for key node `key`.
-    #[cold]
-    fn duplicate(&self, key: usize) -> Fault {
-        let node = self.nodes.get(key).copied().unwrap_or(super::NULL_NODE);
-        let name = super::string::decode(node.body(self.bytes));
-        (
-            usize_from(node.start).saturating_sub(1),
-            ErrorKind::DuplicateKey(crate::value::truncate_str(&name, 64)),
-        )
-    }
-
     /// Reads the string at `pos` (its opening quote); returns its node's index.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Result<usize, Fault> {
         let start = self.pos + 1;
         let scanned = scan_string(self.bytes, start)?;
@@ -298,7 +306,7 @@ impl Parser<'_> {
     }
 
     /// Reads `word` (`true`, `false` or `null`) at `pos`.
-    #[inline]
+    #[inline(always)]
     fn literal(&mut self, word: &'static [u8], kind: Kind) -> Result<(), Fault> {
         let end = self.pos + word.len();
         if self.bytes.get(self.pos..end) != Some(word) {
@@ -317,7 +325,7 @@ impl Parser<'_> {
 
     /// Reads the number at `pos`: grammar `-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`, and refused
     /// when serde_json finds it out of `f64` range.
-    #[inline]
+    #[inline(always)]
     fn number(&mut self) -> Result<(), Fault> {
         let bytes = self.bytes;
         let start = self.pos;
@@ -403,6 +411,18 @@ impl Parser<'_> {
             flags: 0,
         });
     }
+}
+
+/// The duplicate-key error for key node `key`.
+#[cold]
+#[inline(never)]
+fn duplicate(bytes: &[u8], nodes: &[Node], key: usize) -> Fault {
+    let node = nodes.get(key).copied().unwrap_or(super::NULL_NODE);
+    let name = super::string::decode(node.body(bytes));
+    (
+        usize_from(node.start).saturating_sub(1),
+        ErrorKind::DuplicateKey(crate::value::truncate_str(&name, 64)),
+    )
 }
 
 /// The index of the first non-digit at or after `pos`.

@@ -30,17 +30,30 @@ pub(super) struct ScannedString {
 /// strings read as `str`: control characters (below 0x20) are refused, escapes are
 /// `\" \\ \/ \b \f \n \r \t \uXXXX`, a `\u` surrogate must be a high surrogate directly followed
 /// by a `\u` low surrogate, and the body must be UTF-8.
-#[inline]
+#[inline(always)]
 pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (usize, ErrorKind)> {
-    let mut pos = start;
+    // The common case: plain ASCII up to the closing quote.
+    let pos = find_special::<true>(bytes, start);
+    match bytes.get(pos) {
+        Some(b'"') => Ok(ScannedString {
+            end: pos,
+            escaped: false,
+        }),
+        _ => scan_string_rest(bytes, start, pos),
+    }
+}
+
+/// [`scan_string`] from `pos`, the first escape, control or non-ASCII byte of the body (or the
+/// end of the input).
+#[inline(never)]
+fn scan_string_rest(
+    bytes: &[u8],
+    start: usize,
+    mut pos: usize,
+) -> Result<ScannedString, (usize, ErrorKind)> {
     let mut escaped = false;
     let mut non_ascii = false;
     loop {
-        pos = if non_ascii {
-            find_special::<false>(bytes, pos)
-        } else {
-            find_special::<true>(bytes, pos)
-        };
         match bytes.get(pos) {
             Some(b'"') => break,
             Some(b'\\') => {
@@ -56,6 +69,11 @@ pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (
             }
             None => return Err((pos, ErrorKind::UnexpectedEnd)),
         }
+        pos = if non_ascii {
+            find_special::<false>(bytes, pos)
+        } else {
+            find_special::<true>(bytes, pos)
+        };
     }
     if non_ascii {
         // Escapes are ASCII and every escape decodes to whole characters, so the body is valid
@@ -71,12 +89,12 @@ pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (
 /// The index of the first byte at or after `pos` that is `"`, `\`, below 0x20 or (when
 /// `STOP_ON_HIGH`) at least 0x80; `bytes.len()` when there is none.
 #[inline(always)]
-fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], mut pos: usize) -> usize {
-    while let Some(chunk) = bytes.get(pos..pos + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let word = u64::from_le_bytes(chunk);
+fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
+    let rest = bytes.get(pos..).unwrap_or_default();
+    let mut chunks = rest.chunks_exact(8);
+    let mut at = pos;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or([0; 8]));
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
         // Each subtraction sets a byte's high bit when that byte is below 0x20 / equals `"` /
@@ -92,17 +110,17 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], mut pos: usize) -> usize
             candidates & !word & HIGHS
         };
         if hits != 0 {
-            return pos + usize_from(hits.trailing_zeros() / 8);
+            return at + usize_from(hits.trailing_zeros() / 8);
         }
-        pos += 8;
+        at += 8;
     }
-    while let Some(&byte) = bytes.get(pos) {
+    for &byte in chunks.remainder() {
         if byte == b'"' || byte == b'\\' || byte < 0x20 || (STOP_ON_HIGH && byte >= 0x80) {
             break;
         }
-        pos += 1;
+        at += 1;
     }
-    pos
+    at
 }
 
 /// A `u32` as a `usize` (lossless on every target capgate builds for).

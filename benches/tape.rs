@@ -1,0 +1,70 @@
+//! The tape parser against serde_json on the benchmark request (about 1.3 KB): `tape/parse`
+//! (validating parse onto a warm [`Tape`]), `serde/ignored_any` (serde_json validating and
+//! discarding: the floor) and `serde/value` (serde_json building a `Value`).
+
+#![allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
+
+use std::hint::black_box;
+
+use capgate::tape::Tape;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+/// The benchmark request: a calendar event with five attendees and a 600-character description.
+fn request() -> Vec<u8> {
+    let mut description = String::from("Agenda: ");
+    while description.len() < 600 {
+        description.push_str("review the plan; ");
+    }
+    description.truncate(600);
+    let request = json!({
+        "skill": "meeting-scheduler",
+        "operation": "POST",
+        "resource": "https://calendar.example.com/v3/calendars/primary/events",
+        "agent": {"id": "agent-7", "email": "sched-bot@example.com", "org": "acme"},
+        "payload": {
+            "summary": "Quarterly planning sync",
+            "organizer": {"email": "sched-bot@example.com"},
+            "attendees": [
+                {"email": "alice@example.com"},
+                {"email": "bob@example.com"},
+                {"email": "carol@example.com"},
+                {"email": "dave@example.com"},
+                {"email": "erin@example.com"}
+            ],
+            "start": "2026-12-01T15:00:00Z",
+            "end": "2026-12-01T16:00:00Z",
+            "location": "Room 4, 3rd floor",
+            "description": description
+        }
+    });
+    serde_json::to_vec(&request).unwrap()
+}
+
+fn tape(c: &mut Criterion) {
+    let bytes = request();
+    let mut group = c.benchmark_group("json");
+    let mut tape = Tape::new();
+    group.bench_function("tape/parse", |b| {
+        b.iter(|| {
+            let doc = tape.parse(black_box(&bytes), 136).unwrap();
+            black_box(doc.root().len())
+        });
+    });
+    group.bench_function("serde/ignored_any", |b| {
+        b.iter(|| serde_json::from_slice::<IgnoredAny>(black_box(&bytes)).unwrap());
+    });
+    group.bench_function("serde/value", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(&bytes)).unwrap());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tape);
+criterion_main!(benches);
