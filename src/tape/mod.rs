@@ -211,7 +211,7 @@ pub struct Doc<'t> {
 
 impl<'t> Doc<'t> {
     /// The document's top-level value.
-    pub fn root(self) -> NodeRef<'t> {
+    pub fn root(&self) -> NodeRef<'_> {
         NodeRef {
             doc: self,
             index: 0,
@@ -224,11 +224,12 @@ impl<'t> Doc<'t> {
     }
 }
 
-/// One value inside a [`Doc`].
+/// One value inside a [`Doc`]: a reference to the document and a node index (two words, so the
+/// evaluator passes it around as cheaply as a `&Value`).
 #[derive(Clone, Copy, Debug)]
 pub struct NodeRef<'t> {
-    doc: Doc<'t>,
-    index: usize,
+    doc: &'t Doc<'t>,
+    index: u32,
 }
 
 /// A node placeholder for out-of-range indices (unreachable: indices come from the parser).
@@ -245,11 +246,16 @@ const NULL_NODE: Node = Node {
 impl<'t> NodeRef<'t> {
     #[inline]
     fn node(self) -> &'t Node {
-        self.doc.nodes.get(self.index).unwrap_or(&NULL_NODE)
+        self.doc
+            .nodes
+            .get(usize_from(self.index))
+            .unwrap_or(&NULL_NODE)
     }
 
+    /// The node at `index` of the same document. Indices come from the parser's `next` links
+    /// (`u32`); one past the end reads as the placeholder node.
     #[inline]
-    fn at(self, index: usize) -> NodeRef<'t> {
+    fn at(self, index: u32) -> NodeRef<'t> {
         NodeRef {
             doc: self.doc,
             index,
@@ -346,34 +352,31 @@ impl<'t> NodeRef<'t> {
     }
 
     /// The elements, for an array; empty otherwise.
-    pub fn elements(self) -> impl Iterator<Item = NodeRef<'t>> {
-        let count = if self.kind() == Kind::Array {
-            self.len()
+    #[inline]
+    pub fn elements(self) -> Elements<'t> {
+        let left = if self.kind() == Kind::Array {
+            self.node().len
         } else {
             0
         };
-        let mut cursor = self.index + 1;
-        (0..count).map(move |_| {
-            let element = self.at(cursor);
-            cursor = usize_from(element.node().next);
-            element
-        })
+        Elements {
+            at: self.at(self.index.saturating_add(1)),
+            left,
+        }
     }
 
     /// The members as (key node, value), for an object; empty otherwise.
-    pub fn members(self) -> impl Iterator<Item = (NodeRef<'t>, NodeRef<'t>)> {
-        let count = if self.kind() == Kind::Object {
-            self.len()
+    #[inline]
+    pub fn members(self) -> Members<'t> {
+        let left = if self.kind() == Kind::Object {
+            self.node().len
         } else {
             0
         };
-        let mut cursor = self.index + 1;
-        (0..count).map(move |_| {
-            let key = self.at(cursor);
-            let value = self.at(cursor + 1);
-            cursor = usize_from(value.node().next);
-            (key, value)
-        })
+        Members {
+            at: self.at(self.index.saturating_add(1)),
+            left,
+        }
     }
 
     /// The nested arrays/objects inside and including this value: 0 for a scalar, 1 for `[]`,
@@ -393,7 +396,7 @@ impl<'t> NodeRef<'t> {
         let mut index = self.index;
         loop {
             let node = self.at(index);
-            index += 1;
+            index = index.saturating_add(1);
             let mut done = match node.kind() {
                 Kind::Array if !node.is_empty() => {
                     open.push(Open::Array(Vec::with_capacity(node.len()), node.len()));
@@ -442,6 +445,59 @@ impl<'t> NodeRef<'t> {
                 };
             }
         }
+    }
+}
+
+/// The elements of an array node ([`NodeRef::elements`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Elements<'t> {
+    /// The next element.
+    at: NodeRef<'t>,
+    /// How many elements are left.
+    left: u32,
+}
+
+impl<'t> Iterator for Elements<'t> {
+    type Item = NodeRef<'t>;
+
+    #[inline]
+    fn next(&mut self) -> Option<NodeRef<'t>> {
+        self.left = self.left.checked_sub(1)?;
+        let element = self.at;
+        self.at = element.at(element.node().next);
+        Some(element)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize_from(self.left);
+        (left, Some(left))
+    }
+}
+
+/// The members of an object node as (key node, value) ([`NodeRef::members`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Members<'t> {
+    /// The next member's key.
+    at: NodeRef<'t>,
+    /// How many members are left.
+    left: u32,
+}
+
+impl<'t> Iterator for Members<'t> {
+    type Item = (NodeRef<'t>, NodeRef<'t>);
+
+    #[inline]
+    fn next(&mut self) -> Option<(NodeRef<'t>, NodeRef<'t>)> {
+        self.left = self.left.checked_sub(1)?;
+        let key = self.at;
+        let value = key.at(key.index.saturating_add(1));
+        self.at = value.at(value.node().next);
+        Some((key, value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize_from(self.left);
+        (left, Some(left))
     }
 }
 

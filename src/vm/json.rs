@@ -11,8 +11,55 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use crate::tape::{Kind, NodeRef};
+use crate::tape::{self, Kind, NodeRef};
 use crate::value::cmp_numbers;
+
+/// The elements of an array ([`JsonRef::elements`]).
+#[derive(Debug, Clone)]
+pub enum Elements<'r> {
+    /// Of a `Value` array (empty for anything else).
+    Value(std::slice::Iter<'r, Value>),
+    /// Of a tape array.
+    Tape(tape::Elements<'r>),
+}
+
+impl<'r> Iterator for Elements<'r> {
+    type Item = JsonRef<'r>;
+
+    #[inline]
+    fn next(&mut self) -> Option<JsonRef<'r>> {
+        match self {
+            Elements::Value(items) => items.next().map(JsonRef::Value),
+            Elements::Tape(nodes) => nodes.next().map(JsonRef::Tape),
+        }
+    }
+}
+
+/// The members of an object, names decoded ([`JsonRef::members`]).
+#[derive(Debug, Clone)]
+pub enum Members<'r> {
+    /// Of a `Value` object (`None` for anything else).
+    Value(Option<serde_json::map::Iter<'r>>),
+    /// Of a tape object.
+    Tape(tape::Members<'r>),
+}
+
+impl<'r> Iterator for Members<'r> {
+    type Item = (Cow<'r, str>, JsonRef<'r>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Members::Value(members) => members
+                .as_mut()?
+                .next()
+                .map(|(k, v)| (Cow::Borrowed(k.as_str()), JsonRef::Value(v))),
+            Members::Tape(members) => members.next().map(|(k, v)| {
+                // Keys are strings (the parser accepts nothing else), so this always decodes.
+                (k.as_str().unwrap_or(Cow::Borrowed("")), JsonRef::Tape(v))
+            }),
+        }
+    }
+}
 
 /// One JSON value, borrowed from a `Value` tree or from a tape.
 #[derive(Debug, Clone, Copy)]
@@ -113,37 +160,22 @@ impl<'r> JsonRef<'r> {
 
     /// An array's elements in order; nothing for anything else.
     #[inline]
-    pub fn elements(self) -> impl Iterator<Item = JsonRef<'r>> {
-        let (values, nodes) = match self {
-            JsonRef::Value(Value::Array(items)) => (Some(items.iter()), None),
-            JsonRef::Value(_) => (None, None),
-            JsonRef::Tape(node) => (None, Some(node.elements())),
-        };
-        values
-            .into_iter()
-            .flatten()
-            .map(JsonRef::Value)
-            .chain(nodes.into_iter().flatten().map(JsonRef::Tape))
+    pub fn elements(self) -> Elements<'r> {
+        match self {
+            JsonRef::Value(Value::Array(items)) => Elements::Value(items.iter()),
+            JsonRef::Value(_) => Elements::Value([].iter()),
+            JsonRef::Tape(node) => Elements::Tape(node.elements()),
+        }
     }
 
     /// An object's members, with their names decoded; nothing for anything else. A `Value`
     /// object yields them in name order, a tape in the order of the input.
-    pub fn members(self) -> impl Iterator<Item = (Cow<'r, str>, JsonRef<'r>)> {
-        let (values, nodes) = match self {
-            JsonRef::Value(Value::Object(map)) => (Some(map.iter()), None),
-            JsonRef::Value(_) => (None, None),
-            JsonRef::Tape(node) => (None, Some(node.members())),
-        };
-        values
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (Cow::Borrowed(k.as_str()), JsonRef::Value(v)))
-            .chain(
-                nodes
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.as_str().unwrap_or(Cow::Borrowed("")), JsonRef::Tape(v))),
-            )
+    pub fn members(self) -> Members<'r> {
+        match self {
+            JsonRef::Value(Value::Object(map)) => Members::Value(Some(map.iter())),
+            JsonRef::Value(_) => Members::Value(None),
+            JsonRef::Tape(node) => Members::Tape(node.members()),
+        }
     }
 
     /// True when this is an object with a member named `key`.
