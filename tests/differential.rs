@@ -1008,9 +1008,9 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             bindings = Bindings::new();
         }
         let input = Input {
-            payload: (&request.payload).into(),
-            agent: (&request.agent).into(),
-            context: (&request.context).into(),
+            payload: &request.payload,
+            agent: &request.agent,
+            context: &request.context,
             resource: &resource,
             bindings: &bindings,
             skill: &request.skill,

@@ -66,14 +66,14 @@ fn program(code: Vec<Op>) -> Program {
     }
 }
 
-fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_>) -> R) -> R {
+fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_, &Value>) -> R) -> R {
     let resource = RequestResource::parse("tool:x").unwrap();
     let bindings = Bindings::new();
     let null = Value::Null;
     let input = Input {
-        payload: (&payload).into(),
-        agent: (&null).into(),
-        context: (&null).into(),
+        payload: &payload,
+        agent: &null,
+        context: &null,
         resource: &resource,
         bindings: &bindings,
         skill: "s",

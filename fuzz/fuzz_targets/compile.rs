@@ -42,9 +42,9 @@ fuzz_target!(|data: &[u8]| {
                     let _ = capgate::bytecode::disasm::disassemble(capability.program.program());
                     for payload in &payloads {
                         let input = Input {
-                            payload: payload.into(),
-                            agent: payload.into(),
-                            context: payload.into(),
+                            payload,
+                            agent: payload,
+                            context: payload,
                             resource: &resource,
                             bindings: &bindings,
                             skill: &skill.name,

@@ -382,9 +382,9 @@ fuzz_target!(|case: Case| {
     let mut bindings = Bindings::new();
     let _ = capability.resource.matches(&resource, &mut bindings);
     let input = Input {
-        payload: (&case.payload).into(),
-        agent: (&case.agent).into(),
-        context: (&case.context).into(),
+        payload: &case.payload,
+        agent: &case.agent,
+        context: &case.context,
         resource: &resource,
         bindings: &bindings,
         skill: &skills[case.skill].name,

@@ -36,7 +36,7 @@ use crate::runtime::{
 use crate::vm::json::JsonKind;
 use crate::vm::path::with_single;
 use crate::vm::resource::{Bindings, RequestResource};
-use crate::vm::{Input, JsonRef, Outcome, TestReport, Tracer, VmError};
+use crate::vm::{Input, Json, Outcome, TestReport, Tracer, VmError};
 
 /// The trace of one candidate, for `:explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,14 +102,20 @@ enum Step {
 }
 
 impl Engine {
-    fn now_for(&self, request: &RequestView<'_>) -> Result<DateTime<Utc>, Reason> {
+    fn now_for<'r, J: Json<'r>>(
+        &self,
+        request: &RequestView<'r, J>,
+    ) -> Result<DateTime<Utc>, Reason> {
         Ok(self
             .request_time(request)?
             .unwrap_or_else(|| self.clock.now()))
     }
 
     /// The request's `time` when the clock is simulated (`None`: read the engine's clock).
-    fn request_time(&self, request: &RequestView<'_>) -> Result<Option<DateTime<Utc>>, Reason> {
+    fn request_time<'r, J: Json<'r>>(
+        &self,
+        request: &RequestView<'r, J>,
+    ) -> Result<Option<DateTime<Utc>>, Reason> {
         match (&request.time, self.clock.is_simulated()) {
             (Some(time), true) => crate::vm::parse_timestamp(time).map(Some).ok_or_else(|| {
                 Reason::request(
@@ -123,13 +129,13 @@ impl Engine {
     }
 
     /// What the programs of one candidate read: the request, borrowed, with its bindings.
-    fn input<'r>(
+    fn input<'i, 'r: 'i, J: Json<'r>>(
         &self,
-        request: &'r RequestView<'r>,
-        resource: &'r RequestResource<'r>,
-        bindings: &'r Bindings<'r>,
+        request: &'i RequestView<'r, J>,
+        resource: &'i RequestResource<'i>,
+        bindings: &'i Bindings<'i>,
         now: DateTime<Utc>,
-    ) -> Input<'r> {
+    ) -> Input<'i, J> {
         Input {
             payload: request.payload,
             agent: request.agent,
@@ -144,7 +150,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn decide(&self, request: &RequestView<'_>) -> Decision {
+    pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
         self.with_policy(|policy| self.decide_in(policy, request))
             .unwrap_or_else(|| {
                 // Unreachable by construction (see `with_policy`); never allow on it.
@@ -158,7 +164,11 @@ impl Engine {
             })
     }
 
-    fn decide_in(&self, policy: &super::PolicySet, request: &RequestView<'_>) -> Decision {
+    fn decide_in<'r, J: Json<'r>>(
+        &self,
+        policy: &super::PolicySet,
+        request: &RequestView<'r, J>,
+    ) -> Decision {
         let Some(skill) = policy.skill(&request.skill) else {
             return self.finish(Decision::deny(
                 Arc::from(&*request.skill),
@@ -257,12 +267,12 @@ impl Engine {
         deny(reasons)
     }
 
-    fn candidate(
+    fn candidate<'r, J: Json<'r>>(
         &self,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &RequestView<'_>,
-        input: &Input<'_>,
+        request: &RequestView<'r, J>,
+        input: &Input<'_, J>,
         now: DateTime<Utc>,
     ) -> Step {
         let fail = |constraint: ReasonKind, message: String| {
@@ -395,14 +405,14 @@ impl Engine {
         clippy::too_many_arguments,
         reason = "the parts of one decision, passed once"
     )]
-    fn rate_and_commit(
+    fn rate_and_commit<'r, J: Json<'r>>(
         &self,
         store: &dyn StateStore,
         keys: &mut Vec<u8>,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &RequestView<'_>,
-        input: &Input<'_>,
+        request: &RequestView<'r, J>,
+        input: &Input<'_, J>,
         grant_token: Option<&str>,
         renew: Option<std::time::Duration>,
         now: DateTime<Utc>,
@@ -534,7 +544,11 @@ impl Engine {
     }
 
     /// Runs the constraint program; on failure, traces it to build the reason.
-    fn program_step(&self, capability: &CompiledCapability, input: &Input<'_>) -> Step {
+    fn program_step<'r, J: Json<'r>>(
+        &self,
+        capability: &CompiledCapability,
+        input: &Input<'_, J>,
+    ) -> Step {
         match crate::vm::run(&capability.program, input) {
             Ok(Outcome::Accepted) => Step::Holds,
             Ok(Outcome::Failed(check)) => Step::Fails(explain_failure(capability, input, check)),
@@ -542,11 +556,11 @@ impl Engine {
         }
     }
 
-    fn gate(
+    fn gate<'r, J: Json<'r>>(
         &self,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
-        request: &RequestView<'_>,
+        request: &RequestView<'r, J>,
     ) -> Option<Decision> {
         let autonomy = autonomy(request);
         let reason = if autonomy < capability.required_autonomy {
@@ -633,7 +647,10 @@ impl Engine {
 /// The old program runs with bindings from the old template: binding slots are per template,
 /// so reusing the new template's bindings would read the wrong segments (regression: a widened
 /// template or reordered bindings let an old grant through).
-fn pinned_refusal(old: &CompiledCapability, input: &Input<'_>) -> Option<Reason> {
+fn pinned_refusal<'r, J: Json<'r>>(
+    old: &CompiledCapability,
+    input: &Input<'_, J>,
+) -> Option<Reason> {
     let mut bindings = Bindings::new();
     if !old.resource.matches(input.resource, &mut bindings) {
         return Some(reason_for(
@@ -689,7 +706,7 @@ fn quote(text: &str) -> String {
 }
 
 /// Request-level validation that does not depend on the policy.
-fn validate(request: &RequestView<'_>) -> Option<Reason> {
+fn validate<'r, J: Json<'r>>(request: &RequestView<'r, J>) -> Option<Reason> {
     for (name, value) in [("agent", request.agent), ("context", request.context)] {
         if !matches!(value.kind(), JsonKind::Null | JsonKind::Object) {
             return Some(Reason::request(
@@ -713,7 +730,7 @@ fn validate(request: &RequestView<'_>) -> Option<Reason> {
 }
 
 /// An autonomy score: an integer in 0..=100, written as `75` or `75.0`.
-fn autonomy_score(value: JsonRef<'_>) -> Option<u8> {
+fn autonomy_score<'r, J: Json<'r>>(value: J) -> Option<u8> {
     let number = value.as_number()?;
     let score = match number.as_u64() {
         Some(n) => u8::try_from(n).ok(),
@@ -725,7 +742,7 @@ fn autonomy_score(value: JsonRef<'_>) -> Option<u8> {
 }
 
 /// The request's autonomy score; absent means 0 (`validate` has refused invalid ones).
-fn autonomy(request: &RequestView<'_>) -> u8 {
+fn autonomy<'r, J: Json<'r>>(request: &RequestView<'r, J>) -> u8 {
     request.autonomy.and_then(autonomy_score).unwrap_or(0)
 }
 
@@ -779,13 +796,13 @@ fn rate_reason(capability: &CompiledCapability, limit: &RateLimitSpec) -> Step {
 }
 
 /// Appends the rate-limit key: length-prefixed skill, capability, index and `by` values.
-fn rate_key(
+fn rate_key<'r, J: Json<'r>>(
     out: &mut Vec<u8>,
     skill: &CompiledSkill,
     capability: &CompiledCapability,
     index: usize,
     limit: &RateLimitSpec,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
 ) -> Result<(), Reason> {
     fn part(out: &mut Vec<u8>, bytes: &[u8]) {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
@@ -851,7 +868,11 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
 }
 
 /// Builds the reason for a failed top-level constraint by tracing the program.
-fn explain_failure(capability: &CompiledCapability, input: &Input<'_>, check: CheckIdx) -> Reason {
+fn explain_failure<'r, J: Json<'r>>(
+    capability: &CompiledCapability,
+    input: &Input<'_, J>,
+    check: CheckIdx,
+) -> Reason {
     let info = lookup(&capability.program.checks, check);
     let constraint = info.map_or(ReasonKind::Input, |c| {
         ReasonKind::from_constraint(c.constraint)

@@ -565,7 +565,12 @@ impl Engine {
         decision
     }
 
-    fn audit_record(&self, sink: &dyn AuditSink, request: &RequestView<'_>, decision: &Decision) {
+    fn audit_record<'r, J: crate::vm::Json<'r>>(
+        &self,
+        sink: &dyn AuditSink,
+        request: &RequestView<'r, J>,
+        decision: &Decision,
+    ) {
         let policy = self.policy();
         let revision = policy
             .skill(&request.skill)

@@ -6,13 +6,15 @@
 
 use std::borrow::Cow;
 
+use serde_json::Value;
+
 use super::request::Request;
 use crate::tape::{Kind, NodeRef};
-use crate::vm::JsonRef;
+use crate::vm::Json;
 
-/// The fields of one request, borrowed.
+/// The fields of one request, borrowed; `J` is the document type of its JSON fields.
 #[derive(Debug, Clone)]
-pub(crate) struct RequestView<'r> {
+pub(crate) struct RequestView<'r, J> {
     /// The calling skill's name.
     pub skill: Cow<'r, str>,
     /// The manifest hash the caller expects, if given.
@@ -22,24 +24,24 @@ pub(crate) struct RequestView<'r> {
     /// The resource.
     pub resource: Cow<'r, str>,
     /// The payload (`null` when absent).
-    pub payload: JsonRef<'r>,
+    pub payload: J,
     /// The agent identity (`null` when absent).
-    pub agent: JsonRef<'r>,
+    pub agent: J,
     /// The caller's context (`null` when absent).
-    pub context: JsonRef<'r>,
+    pub context: J,
     /// The transaction, if named.
     pub transaction: Option<Cow<'r, str>>,
     /// The grant token, if presented.
     pub grant: Option<Cow<'r, str>>,
     /// The autonomy score as sent (absent or `null` is `None`).
-    pub autonomy: Option<JsonRef<'r>>,
+    pub autonomy: Option<J>,
     /// The call's time, if given.
     pub time: Option<Cow<'r, str>>,
 }
 
 impl Request {
     /// This request as a view (borrows everything; allocates nothing).
-    pub(crate) fn view(&self) -> RequestView<'_> {
+    pub(crate) fn view(&self) -> RequestView<'_, &Value> {
         fn text(s: &Option<String>) -> Option<Cow<'_, str>> {
             s.as_deref().map(Cow::Borrowed)
         }
@@ -48,12 +50,12 @@ impl Request {
             skill_hash: text(&self.skill_hash),
             operation: Cow::Borrowed(&self.operation),
             resource: Cow::Borrowed(&self.resource),
-            payload: JsonRef::Value(&self.payload),
-            agent: JsonRef::Value(&self.agent),
-            context: JsonRef::Value(&self.context),
+            payload: &self.payload,
+            agent: &self.agent,
+            context: &self.context,
             transaction: text(&self.transaction),
             grant: text(&self.grant),
-            autonomy: self.autonomy.as_ref().map(JsonRef::Value),
+            autonomy: self.autonomy.as_ref(),
             time: text(&self.time),
         }
     }
@@ -64,7 +66,7 @@ impl Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NotARequest;
 
-impl<'r> RequestView<'r> {
+impl<'r> RequestView<'r, NodeRef<'r>> {
     /// Reads a request from a parsed tape with the rules of [`Request::from_slice`]: an object
     /// with string `skill`, `operation` and `resource`, optional strings (`null` = absent)
     /// `skill_hash`, `transaction`, `grant` and `time`, any JSON in `payload`, `agent`, `context`
@@ -74,7 +76,7 @@ impl<'r> RequestView<'r> {
         if root.kind() != Kind::Object {
             return Err(NotARequest);
         }
-        let null = JsonRef::null();
+        let null = NodeRef::null();
         let mut view = RequestView {
             skill: Cow::Borrowed(""),
             skill_hash: None,
@@ -99,7 +101,7 @@ impl<'r> RequestView<'r> {
             if value.depth() > max_depth {
                 Err(NotARequest)
             } else {
-                Ok(JsonRef::Tape(value))
+                Ok(value)
             }
         };
         for (key, value) in root.members() {

@@ -224,6 +224,25 @@ impl<'t> Doc<'t> {
     }
 }
 
+/// A document holding only `null`: what an absent payload, agent or context reads as.
+static NULL_DOC: Doc<'static> = Doc {
+    bytes: b"null",
+    nodes: &[Node {
+        start: 0,
+        end: 4,
+        next: 1,
+        len: 0,
+        depth: 0,
+        kind: Kind::Null,
+        flags: 0,
+    }],
+};
+
+/// JSON `null`, as a node of a document of its own.
+pub fn null() -> NodeRef<'static> {
+    NULL_DOC.root()
+}
+
 /// One value inside a [`Doc`]: a reference to the document and a node index (two words, so the
 /// evaluator passes it around as cheaply as a `&Value`).
 #[derive(Clone, Copy, Debug)]

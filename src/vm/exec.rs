@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 use chrono::{DateTime, Utc};
 
 use super::input::Input;
+use super::json::Json;
 use super::path::{Leaf, NoTrail, SegmentTrail, Stop, visit, with_single};
 use crate::bytecode::index::{CheckIdx, Index, lookup};
 use crate::bytecode::op::Op;
@@ -122,26 +123,29 @@ impl Stack {
 }
 
 /// Runs a program; the hot path.
-pub fn run(program: &VerifiedProgram, input: &Input<'_>) -> Result<Outcome, VmError> {
+pub fn run<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
-    execute::<Silent>(program, input, &mut Silent, false, &mut steps)
+    execute::<J, Silent>(program, input, &mut Silent, false, &mut steps)
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
-pub fn run_counted(
+pub fn run_counted<'r, J: Json<'r>>(
     program: &VerifiedProgram,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = execute::<Silent>(program, input, &mut Silent, false, &mut steps)?;
+    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, &mut steps)?;
     Ok((outcome, steps))
 }
 
 /// Runs a program reporting every test to `tracer`. With `keep_going`, a failing `Require` does
 /// not stop the program, so every constraint is traced; the outcome is still the first failure.
-pub fn trace<T: Tracer>(
+pub fn trace<'r, J: Json<'r>, T: Tracer>(
     program: &VerifiedProgram,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
     tracer: &mut T,
     keep_going: bool,
 ) -> Result<Outcome, VmError> {
@@ -178,9 +182,9 @@ impl<T: Tracer> Sink for Traced<'_, T> {
     }
 }
 
-fn execute<S: Sink>(
+fn execute<'r, J: Json<'r>, S: Sink>(
     verified: &VerifiedProgram,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
     sink: &mut S,
     keep_going: bool,
     steps: &mut Steps,
@@ -230,7 +234,7 @@ fn execute<S: Sink>(
                 return Ok(first_failure.map_or(Outcome::Accepted, Outcome::Failed));
             }
             _ => {
-                let holds = test::<S>(program, op, pc, input, sink, steps)?;
+                let holds = test::<J, S>(program, op, pc, input, sink, steps)?;
                 stack.push(holds)?;
             }
         }
@@ -257,18 +261,18 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    fn record(&mut self, leaf: Leaf<'_>) {
+    fn record<'r, J: Json<'r>>(&mut self, leaf: Leaf<'_, J>) {
         self.text = Some(leaf.describe());
         self.kind = Some(leaf.type_name());
     }
 }
 
 /// Evaluates one test instruction and reports it to the sink.
-fn test<S: Sink>(
+fn test<'r, J: Json<'r>, S: Sink>(
     program: &Program,
     op: &Op,
     at: usize,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
     sink: &mut S,
     steps: &mut Steps,
 ) -> Result<bool, VmError> {
@@ -277,7 +281,7 @@ fn test<S: Sink>(
     // On the hot path the trail records nothing; only a sink that explains pays for one.
     macro_rules! walk {
         ($path:expr, $optional:expr, |$leaf:ident| $body:expr) => {{
-            let mut predicate = |$leaf: Leaf<'_>| {
+            let mut predicate = |$leaf: Leaf<'_, J>| {
                 steps.visits += 1;
                 let holds = $body;
                 if S::EXPLAIN && !holds {
@@ -349,8 +353,7 @@ fn test<S: Sink>(
             let regex = table(&program.regexes, regex)?;
             (
                 walk!(path, optional, |leaf| leaf
-                    .as_str()
-                    .is_some_and(|s| regex.regex.is_match(&s))),
+                    .with_str(|s| s.is_some_and(|s| regex.regex.is_match(s)))),
                 Some(path),
             )
         }
@@ -378,8 +381,7 @@ fn test<S: Sink>(
             let now = input.now;
             (
                 walk!(path, optional, |leaf| leaf
-                    .as_str()
-                    .and_then(|s| parse_timestamp(&s))
+                    .with_str(|s| s.and_then(parse_timestamp))
                     .is_some_and(|t| instant_in_bounds(t, now, bounds))),
                 Some(path),
             )
@@ -398,9 +400,8 @@ fn test<S: Sink>(
                 with_single(input, b_path, |b| match (a, b) {
                     (Ok(a), Ok(b)) => {
                         let difference = a
-                            .as_str()
-                            .and_then(|s| parse_timestamp(&s))
-                            .zip(b.as_str().and_then(|s| parse_timestamp(&s)))
+                            .with_str(|s| s.and_then(parse_timestamp))
+                            .zip(b.with_str(|s| s.and_then(parse_timestamp)))
                             .map(|(a, b)| nanos(a) - nanos(b));
                         match difference {
                             Some(d) if nanos_in_bounds(d, bounds) => Ok(()),

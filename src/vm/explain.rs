@@ -3,6 +3,7 @@
 //! Only [`super::exec::trace`] calls into this module, so nothing here runs on the hot path.
 
 use super::input::Input;
+use super::json::Json;
 use super::path::Stop;
 use crate::bytecode::index::{Index, lookup};
 use crate::bytecode::op::Op;
@@ -14,12 +15,12 @@ fn path_text(program: &Program, index: impl Index) -> String {
 }
 
 /// The one-line message for a test result.
-pub(super) fn test_message(
+pub(super) fn test_message<'r, J: Json<'r>>(
     program: &Program,
     op: &Op,
     result: Result<(), Stop>,
     seen: &Seen,
-    input: &Input<'_>,
+    input: &Input<'_, J>,
 ) -> String {
     let value = seen.text.as_deref().unwrap_or("the value");
     let kind = seen.kind.unwrap_or("value");

@@ -2,19 +2,19 @@
 
 use chrono::{DateTime, Utc};
 
-use super::json::JsonRef;
 use super::resource::{Bindings, RequestResource};
 use crate::bytecode::program::JsonRoot;
 
-/// Everything a program may read, borrowed from the request for one evaluation.
+/// Everything a program may read, borrowed from the request for one evaluation. `J` is the
+/// document type: `&Value` for a parsed request, a tape [`crate::tape::NodeRef`] from bytes.
 #[derive(Debug, Clone, Copy)]
-pub struct Input<'r> {
+pub struct Input<'r, J> {
     /// The payload (JSON `null` when absent).
-    pub payload: JsonRef<'r>,
+    pub payload: J,
     /// The agent identity object (JSON `null` when absent).
-    pub agent: JsonRef<'r>,
+    pub agent: J,
     /// The caller's context object (JSON `null` when absent).
-    pub context: JsonRef<'r>,
+    pub context: J,
     /// The parsed request resource (for `resource.query`).
     pub resource: &'r RequestResource<'r>,
     /// The template bindings of the capability being evaluated.
@@ -31,9 +31,9 @@ pub struct Input<'r> {
     pub max_array_scan: usize,
 }
 
-impl<'r> Input<'r> {
+impl<'r, J: Copy> Input<'r, J> {
     /// The JSON document a path rooted at `root` reads.
-    pub fn document(&self, root: JsonRoot) -> JsonRef<'r> {
+    pub fn document(&self, root: JsonRoot) -> J {
         match root {
             JsonRoot::Payload => self.payload,
             JsonRoot::Agent => self.agent,

@@ -1,253 +1,70 @@
-//! A borrowed JSON value the VM reads, whatever the request was parsed into.
+//! The JSON the VM reads, whatever the request was parsed into.
 //!
-//! [`JsonRef`] is a copyable reference to one JSON value: either a node of a
-//! `serde_json::Value` tree (a request built in memory, or a session line) or a node of a
-//! [`crate::tape`] (a request decided straight from its bytes, without building a tree). Every
-//! read the VM makes — member and element lookups, types, strings, numbers, equality — goes
-//! through it, so both representations decide identically.
+//! [`Json`] is implemented by `&Value` (a request built in memory, or a session line) and by
+//! [`NodeRef`] (a node of a [`crate::tape`], for a request decided straight from its bytes
+//! without building a tree). The evaluator is generic over it and monomorphised for each, so
+//! neither representation pays for the other: every read the VM makes — member and element
+//! lookups, types, strings, numbers, equality — goes through these few methods, and both decide
+//! identically (the differential tests hold the tape to the `Value` path).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::fmt::Debug;
 
 use serde_json::{Number, Value};
 
 use crate::tape::{self, Kind, NodeRef};
 use crate::value::cmp_numbers;
 
-/// The elements of an array ([`JsonRef::elements`]).
-#[derive(Debug, Clone)]
-pub enum Elements<'r> {
-    /// Of a `Value` array (empty for anything else).
-    Value(std::slice::Iter<'r, Value>),
-    /// Of a tape array.
-    Tape(tape::Elements<'r>),
-}
-
-impl<'r> Iterator for Elements<'r> {
-    type Item = JsonRef<'r>;
-
-    #[inline]
-    fn next(&mut self) -> Option<JsonRef<'r>> {
-        match self {
-            Elements::Value(items) => items.next().map(JsonRef::Value),
-            Elements::Tape(nodes) => nodes.next().map(JsonRef::Tape),
-        }
-    }
-}
-
-/// The members of an object, names decoded ([`JsonRef::members`]).
-#[derive(Debug, Clone)]
-pub enum Members<'r> {
-    /// Of a `Value` object (`None` for anything else).
-    Value(Option<serde_json::map::Iter<'r>>),
-    /// Of a tape object.
-    Tape(tape::Members<'r>),
-}
-
-impl<'r> Iterator for Members<'r> {
-    type Item = (Cow<'r, str>, JsonRef<'r>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Members::Value(members) => members
-                .as_mut()?
-                .next()
-                .map(|(k, v)| (Cow::Borrowed(k.as_str()), JsonRef::Value(v))),
-            Members::Tape(members) => members.next().map(|(k, v)| {
-                // Keys are strings (the parser accepts nothing else), so this always decodes.
-                (k.as_str().unwrap_or(Cow::Borrowed("")), JsonRef::Tape(v))
-            }),
-        }
-    }
-}
-
-/// One JSON value, borrowed from a `Value` tree or from a tape.
-#[derive(Debug, Clone, Copy)]
-pub enum JsonRef<'r> {
-    /// A node of a `serde_json::Value`.
-    Value(&'r Value),
-    /// A node of a parsed tape.
-    Tape(NodeRef<'r>),
-}
-
 /// The JSON type of a value.
 pub type JsonKind = Kind;
 
-/// JSON `null`, for absent roots.
-pub static NULL: Value = Value::Null;
+/// JSON `null`, for absent roots of a `Value` request.
+static NULL: Value = Value::Null;
 
-impl<'r> From<&'r Value> for JsonRef<'r> {
-    fn from(value: &'r Value) -> Self {
-        JsonRef::Value(value)
-    }
-}
+/// One borrowed JSON value the VM can read.
+pub trait Json<'r>: Copy + Debug + 'r {
+    /// The iterator of [`Json::elements`].
+    type Elements: Iterator<Item = Self>;
+    /// The iterator of [`Json::members`].
+    type Members: Iterator<Item = (Cow<'r, str>, Self)>;
 
-impl<'r> JsonRef<'r> {
-    /// JSON `null`.
-    pub fn null() -> JsonRef<'static> {
-        JsonRef::Value(&NULL)
-    }
-
+    /// JSON `null` (what an absent payload, agent or context reads as).
+    fn null() -> Self;
     /// The value's JSON type.
-    #[inline]
-    pub fn kind(self) -> JsonKind {
-        match self {
-            JsonRef::Value(value) => match value {
-                Value::Null => Kind::Null,
-                Value::Bool(_) => Kind::Bool,
-                Value::Number(_) => Kind::Number,
-                Value::String(_) => Kind::String,
-                Value::Array(_) => Kind::Array,
-                Value::Object(_) => Kind::Object,
-            },
-            JsonRef::Tape(node) => node.kind(),
-        }
-    }
-
-    /// The JSON type's name as messages and JSON Schema say it (`boolean`, `object`, ...).
-    pub fn type_name(self) -> &'static str {
-        match self.kind() {
-            Kind::Null => "null",
-            Kind::Bool => "boolean",
-            Kind::Number => "number",
-            Kind::String => "string",
-            Kind::Array => "array",
-            Kind::Object => "object",
-        }
-    }
-
-    /// True for JSON `null`.
-    #[inline]
-    pub fn is_null(self) -> bool {
-        self.kind() == Kind::Null
-    }
-
+    fn kind(self) -> JsonKind;
     /// An object's member, if this is an object that has it.
-    #[inline]
-    pub fn get(self, key: &str) -> Option<JsonRef<'r>> {
-        match self {
-            JsonRef::Value(Value::Object(map)) => map.get(key).map(JsonRef::Value),
-            JsonRef::Value(_) => None,
-            JsonRef::Tape(node) => node.get(key).map(JsonRef::Tape),
-        }
-    }
-
+    fn get(self, key: &str) -> Option<Self>;
     /// An array's element, if this is an array long enough.
-    #[inline]
-    pub fn index(self, position: usize) -> Option<JsonRef<'r>> {
-        match self {
-            JsonRef::Value(Value::Array(items)) => items.get(position).map(JsonRef::Value),
-            JsonRef::Value(_) => None,
-            JsonRef::Tape(node) => node.index(position).map(JsonRef::Tape),
-        }
-    }
-
+    fn index(self, position: usize) -> Option<Self>;
     /// The number of elements of an array or members of an object; 0 for anything else.
-    #[inline]
-    pub fn len(self) -> usize {
-        match self {
-            JsonRef::Value(Value::Array(items)) => items.len(),
-            JsonRef::Value(Value::Object(map)) => map.len(),
-            JsonRef::Value(_) => 0,
-            JsonRef::Tape(node) => node.len(),
-        }
-    }
-
-    /// True when [`JsonRef::len`] is 0.
-    pub fn is_empty(self) -> bool {
-        self.len() == 0
-    }
-
+    fn len(self) -> usize;
     /// An array's elements in order; nothing for anything else.
-    #[inline]
-    pub fn elements(self) -> Elements<'r> {
-        match self {
-            JsonRef::Value(Value::Array(items)) => Elements::Value(items.iter()),
-            JsonRef::Value(_) => Elements::Value([].iter()),
-            JsonRef::Tape(node) => Elements::Tape(node.elements()),
-        }
-    }
-
-    /// An object's members, with their names decoded; nothing for anything else. A `Value`
-    /// object yields them in name order, a tape in the order of the input.
-    pub fn members(self) -> Members<'r> {
-        match self {
-            JsonRef::Value(Value::Object(map)) => Members::Value(Some(map.iter())),
-            JsonRef::Value(_) => Members::Value(None),
-            JsonRef::Tape(node) => Members::Tape(node.members()),
-        }
-    }
-
-    /// True when this is an object with a member named `key`.
-    pub fn has_member(self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
+    fn elements(self) -> Self::Elements;
+    /// An object's members, names decoded; nothing for anything else. A `Value` object yields
+    /// them in name order, a tape in the order of the input.
+    fn members(self) -> Self::Members;
     /// The string, decoded, if this is one (borrowed unless a tape string has escapes).
-    #[inline]
-    pub fn as_str(self) -> Option<Cow<'r, str>> {
-        match self {
-            JsonRef::Value(Value::String(s)) => Some(Cow::Borrowed(s)),
-            JsonRef::Value(_) => None,
-            JsonRef::Tape(node) => node.as_str(),
-        }
-    }
-
+    fn as_str(self) -> Option<Cow<'r, str>>;
     /// True when this is a string equal to `text`.
-    #[inline]
-    pub fn str_eq(self, text: &str) -> bool {
-        match self {
-            JsonRef::Value(Value::String(s)) => s == text,
-            JsonRef::Value(_) => false,
-            JsonRef::Tape(node) => node.str_eq(text),
-        }
-    }
-
+    fn str_eq(self, text: &str) -> bool;
     /// The number, if this is one, exactly as serde_json reads it.
-    #[inline]
-    pub fn as_number(self) -> Option<Number> {
-        match self {
-            JsonRef::Value(Value::Number(n)) => Some(n.clone()),
-            JsonRef::Value(_) => None,
-            JsonRef::Tape(node) => node.as_number(),
-        }
-    }
-
+    fn as_number(self) -> Option<Number>;
     /// The boolean, if this is one.
-    pub fn as_bool(self) -> Option<bool> {
-        match self {
-            JsonRef::Value(value) => value.as_bool(),
-            JsonRef::Tape(node) => node.as_bool(),
-        }
-    }
-
+    fn as_bool(self) -> Option<bool>;
     /// The value as a `serde_json::Value` (borrowed from a tree, built from a tape).
-    pub fn to_value(self) -> Cow<'r, Value> {
-        match self {
-            JsonRef::Value(value) => Cow::Borrowed(value),
-            JsonRef::Tape(node) => Cow::Owned(node.to_value()),
-        }
-    }
+    fn to_value(self) -> Cow<'r, Value>;
 
-    /// JSON equality (numbers by value, objects regardless of member order), as
-    /// [`crate::value::json_eq`].
-    pub fn json_eq(self, other: JsonRef<'_>) -> bool {
-        if let (JsonRef::Value(a), JsonRef::Value(b)) = (self, other) {
-            return crate::value::json_eq(a, b);
-        }
+    /// JSON equality with a value of the same document type (numbers by value, objects
+    /// regardless of member order), as [`crate::value::json_eq`].
+    fn json_eq(self, other: Self) -> bool {
         match (self.kind(), other.kind()) {
             (Kind::Null, Kind::Null) => true,
             (Kind::Bool, Kind::Bool) => self.as_bool() == other.as_bool(),
-            (Kind::Number, Kind::Number) => match (self.as_number(), other.as_number()) {
-                (Some(a), Some(b)) => cmp_numbers(&a, &b) == Some(Ordering::Equal),
-                _ => false,
-            },
-            (Kind::String, Kind::String) => match other {
-                JsonRef::Value(Value::String(b)) => self.str_eq(b),
-                _ => match self {
-                    JsonRef::Value(Value::String(a)) => other.str_eq(a),
-                    _ => self.as_str() == other.as_str(),
-                },
+            (Kind::Number, Kind::Number) => numbers_equal(self.as_number(), other.as_number()),
+            (Kind::String, Kind::String) => match other.as_str() {
+                Some(text) => self.str_eq(&text),
+                None => false,
             },
             (Kind::Array, Kind::Array) => {
                 self.len() == other.len()
@@ -269,17 +86,284 @@ impl<'r> JsonRef<'r> {
     }
 
     /// JSON equality with a constant.
-    #[inline]
-    pub fn equals_value(self, value: &Value) -> bool {
-        match (self, value) {
-            (JsonRef::Value(a), b) => crate::value::json_eq(a, b),
-            (node, Value::String(b)) => node.str_eq(b),
-            (node, b) => node.json_eq(JsonRef::Value(b)),
+    fn equals_value(self, value: &Value) -> bool {
+        match value {
+            Value::Null => self.kind() == Kind::Null,
+            Value::Bool(b) => self.as_bool() == Some(*b),
+            Value::Number(n) => numbers_equal(self.as_number(), Some(n.clone())),
+            Value::String(s) => self.str_eq(s),
+            Value::Array(items) => {
+                self.kind() == Kind::Array
+                    && self.len() == items.len()
+                    && self.elements().zip(items).all(|(a, b)| a.equals_value(b))
+            }
+            Value::Object(map) => {
+                self.kind() == Kind::Object
+                    && self.len() == map.len()
+                    && map
+                        .iter()
+                        .all(|(k, v)| self.get(k).is_some_and(|w| w.equals_value(v)))
+            }
         }
     }
 
+    /// The JSON type's name as messages and JSON Schema say it (`boolean`, `object`, ...).
+    fn type_name(self) -> &'static str {
+        match self.kind() {
+            Kind::Null => "null",
+            Kind::Bool => "boolean",
+            Kind::Number => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+        }
+    }
+
+    /// True when [`Json::len`] is 0.
+    fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// True for JSON `null`.
+    fn is_null(self) -> bool {
+        self.kind() == Kind::Null
+    }
+
+    /// True when this is an object with a member named `key`.
+    fn has_member(self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
     /// The value as JSON text for messages, cut to `max` characters.
-    pub fn describe(self, max: usize) -> String {
+    fn describe(self, max: usize) -> String {
         crate::value::truncate_for_message(&self.to_value(), max)
+    }
+}
+
+fn numbers_equal(a: Option<Number>, b: Option<Number>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => cmp_numbers(&a, &b) == Some(Ordering::Equal),
+        _ => false,
+    }
+}
+
+impl<'r> Json<'r> for &'r Value {
+    type Elements = std::slice::Iter<'r, Value>;
+    type Members = ValueMembers<'r>;
+
+    fn null() -> Self {
+        &NULL
+    }
+
+    #[inline]
+    fn kind(self) -> JsonKind {
+        match self {
+            Value::Null => Kind::Null,
+            Value::Bool(_) => Kind::Bool,
+            Value::Number(_) => Kind::Number,
+            Value::String(_) => Kind::String,
+            Value::Array(_) => Kind::Array,
+            Value::Object(_) => Kind::Object,
+        }
+    }
+
+    #[inline]
+    fn get(self, key: &str) -> Option<Self> {
+        match self {
+            Value::Object(map) => map.get(key),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn index(self, position: usize) -> Option<Self> {
+        match self {
+            Value::Array(items) => items.get(position),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn len(self) -> usize {
+        match self {
+            Value::Array(items) => items.len(),
+            Value::Object(map) => map.len(),
+            _ => 0,
+        }
+    }
+
+    #[inline]
+    fn elements(self) -> Self::Elements {
+        match self {
+            Value::Array(items) => items.iter(),
+            _ => [].iter(),
+        }
+    }
+
+    fn members(self) -> Self::Members {
+        ValueMembers(match self {
+            Value::Object(map) => Some(map.iter()),
+            _ => None,
+        })
+    }
+
+    #[inline]
+    fn as_str(self) -> Option<Cow<'r, str>> {
+        match self {
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn str_eq(self, text: &str) -> bool {
+        matches!(self, Value::String(s) if s == text)
+    }
+
+    #[inline]
+    fn as_number(self) -> Option<Number> {
+        match self {
+            Value::Number(n) => Some(n.clone()),
+            _ => None,
+        }
+    }
+
+    fn as_bool(self) -> Option<bool> {
+        Value::as_bool(self)
+    }
+
+    fn to_value(self) -> Cow<'r, Value> {
+        Cow::Borrowed(self)
+    }
+
+    fn json_eq(self, other: Self) -> bool {
+        crate::value::json_eq(self, other)
+    }
+
+    fn equals_value(self, value: &Value) -> bool {
+        crate::value::json_eq(self, value)
+    }
+}
+
+/// The members of a `Value` object ([`Json::members`]).
+#[derive(Debug, Clone)]
+pub struct ValueMembers<'r>(Option<serde_json::map::Iter<'r>>);
+
+impl<'r> Iterator for ValueMembers<'r> {
+    type Item = (Cow<'r, str>, &'r Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0
+            .as_mut()?
+            .next()
+            .map(|(k, v)| (Cow::Borrowed(k.as_str()), v))
+    }
+}
+
+impl<'r> Json<'r> for NodeRef<'r> {
+    type Elements = tape::Elements<'r>;
+    type Members = TapeMembers<'r>;
+
+    fn null() -> Self {
+        tape::null()
+    }
+
+    #[inline]
+    fn kind(self) -> JsonKind {
+        NodeRef::kind(self)
+    }
+
+    #[inline]
+    fn get(self, key: &str) -> Option<Self> {
+        NodeRef::get(self, key)
+    }
+
+    #[inline]
+    fn index(self, position: usize) -> Option<Self> {
+        NodeRef::index(self, position)
+    }
+
+    #[inline]
+    fn len(self) -> usize {
+        NodeRef::len(self)
+    }
+
+    #[inline]
+    fn elements(self) -> Self::Elements {
+        NodeRef::elements(self)
+    }
+
+    fn members(self) -> Self::Members {
+        TapeMembers(NodeRef::members(self))
+    }
+
+    #[inline]
+    fn as_str(self) -> Option<Cow<'r, str>> {
+        NodeRef::as_str(self)
+    }
+
+    #[inline]
+    fn str_eq(self, text: &str) -> bool {
+        NodeRef::str_eq(self, text)
+    }
+
+    #[inline]
+    fn as_number(self) -> Option<Number> {
+        NodeRef::as_number(self)
+    }
+
+    fn as_bool(self) -> Option<bool> {
+        NodeRef::as_bool(self)
+    }
+
+    fn to_value(self) -> Cow<'r, Value> {
+        Cow::Owned(NodeRef::to_value(self))
+    }
+}
+
+/// The members of a tape object, names decoded ([`Json::members`]).
+#[derive(Debug, Clone)]
+pub struct TapeMembers<'r>(tape::Members<'r>);
+
+impl<'r> Iterator for TapeMembers<'r> {
+    type Item = (Cow<'r, str>, NodeRef<'r>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Keys are strings (the parser accepts nothing else), so this always decodes.
+        self.0
+            .next()
+            .map(|(k, v)| (k.as_str().unwrap_or(Cow::Borrowed("")), v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tape::Tape;
+    use serde_json::json;
+
+    #[test]
+    fn tape_and_value_agree_on_equality_with_constants_and_each_other() {
+        let text = br#"{"a":[1,2.0,"x\u0041",{"b":null,"c":true}],"n":-0}"#;
+        let mut tape = Tape::new();
+        let doc = tape.parse(text, 16).unwrap();
+        let root = doc.root();
+        let value: Value = serde_json::from_slice(text).unwrap();
+        assert!(root.equals_value(&value));
+        assert!(root.json_eq(root));
+        for (path, expected) in [
+            ("a", json!([1, 2, "xA", {"c": true, "b": null}])),
+            ("n", json!(0)),
+        ] {
+            let node = root.get(path).unwrap();
+            assert!(node.equals_value(&expected), "{path}");
+            assert_eq!(
+                node.equals_value(&expected),
+                (&value[path]).equals_value(&expected),
+                "{path}"
+            );
+        }
+        assert!(!root.get("a").unwrap().equals_value(&json!([1, 2, "xA"])));
+        assert!(!root.get("n").unwrap().equals_value(&json!("0")));
     }
 }

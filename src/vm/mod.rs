@@ -24,4 +24,4 @@ pub use exec::{
     run_counted, trace,
 };
 pub use input::Input;
-pub use json::JsonRef;
+pub use json::Json;

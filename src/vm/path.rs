@@ -12,30 +12,32 @@
 //! exception is a root that is `null`: SPEC §4 says an absent payload (agent, context) *is*
 //! `null`, so every path below a `null` root is absent.
 
-use std::borrow::Cow;
-
 use super::input::Input;
-use super::json::{JsonKind, JsonRef};
+use super::json::{Json, JsonKind};
 use super::resource::QueryValue;
 use crate::bytecode::program::{CompiledPath, PathAccess};
 use crate::value::Segment;
 
 /// One value a path reached.
 #[derive(Debug, Clone, Copy)]
-pub enum Leaf<'a> {
+pub enum Leaf<'a, J> {
     /// A JSON value from the payload, agent or context.
-    Json(JsonRef<'a>),
+    Json(J),
     /// A string from the resource or request (bindings, query, skill, operation, transaction).
     Str(&'a str),
 }
 
-impl<'a> Leaf<'a> {
-    /// The value as a string, if it is one (borrowed unless a tape string has escapes).
+impl<'a, 'r, J: Json<'r>> Leaf<'a, J> {
+    /// Hands the value as a string, if it is one, to `f` (a tape string with escapes is decoded
+    /// for the call).
     #[inline]
-    pub fn as_str(self) -> Option<Cow<'a, str>> {
+    pub fn with_str<R>(self, f: impl FnOnce(Option<&str>) -> R) -> R {
         match self {
-            Leaf::Json(v) => v.as_str(),
-            Leaf::Str(s) => Some(Cow::Borrowed(s)),
+            Leaf::Json(v) => match v.as_str() {
+                Some(text) => f(Some(&text)),
+                None => f(None),
+            },
+            Leaf::Str(s) => f(Some(s)),
         }
     }
 
@@ -58,7 +60,7 @@ impl<'a> Leaf<'a> {
 
     /// JSON equality between two leaves (a request string equals the JSON string with the same
     /// text).
-    pub fn equals(self, other: Leaf<'_>) -> bool {
+    pub fn equals(self, other: Leaf<'_, J>) -> bool {
         match (self, other) {
             (Leaf::Json(a), Leaf::Json(b)) => a.json_eq(b),
             (Leaf::Str(a), Leaf::Str(b)) => a == b,
@@ -152,14 +154,14 @@ impl Trail for SegmentTrail {
 ///
 /// Returns `Ok(())` when every value holds (or the path is absent and `optional`), otherwise
 /// why it stopped; on a stop, `trail` holds the concrete path of the offending value.
-pub fn visit<'r, T: Trail>(
-    input: &Input<'r>,
+pub fn visit<'r, J: Json<'r>, T: Trail>(
+    input: &Input<'_, J>,
     path: &CompiledPath,
     optional: bool,
     trail: &mut T,
-    predicate: &mut impl FnMut(Leaf<'_>) -> bool,
+    predicate: &mut impl FnMut(Leaf<'_, J>) -> bool,
 ) -> Result<(), Stop> {
-    let string = |value: Option<&str>, predicate: &mut dyn FnMut(Leaf<'_>) -> bool| match value {
+    let string = |value: Option<&str>, predicate: &mut dyn FnMut(Leaf<'_, J>) -> bool| match value {
         Some(s) if predicate(Leaf::Str(s)) => Ok(()),
         Some(_) => Err(Stop::Rejected),
         None if optional => Ok(()),
@@ -195,13 +197,13 @@ pub fn visit<'r, T: Trail>(
     }
 }
 
-fn walk<T: Trail>(
-    value: JsonRef<'_>,
+fn walk<'r, J: Json<'r>, T: Trail>(
+    value: J,
     segments: &[Segment],
     optional: bool,
     max_array_scan: usize,
     trail: &mut T,
-    predicate: &mut impl FnMut(Leaf<'_>) -> bool,
+    predicate: &mut impl FnMut(Leaf<'_, J>) -> bool,
 ) -> Result<(), Stop> {
     let Some((segment, rest)) = segments.split_first() else {
         return if predicate(Leaf::Json(value)) {
@@ -273,10 +275,10 @@ fn expected_shape(expected: &'static str, found: JsonKind) -> &'static str {
 
 /// Reads a path that has no `[*]` and names exactly one value, and hands the leaf (or why it
 /// could not be read) to `f`.
-pub fn with_single<R>(
-    input: &Input<'_>,
+pub fn with_single<'r, J: Json<'r>, R>(
+    input: &Input<'_, J>,
     path: &CompiledPath,
-    f: impl FnOnce(Result<Leaf<'_>, Stop>) -> R,
+    f: impl FnOnce(Result<Leaf<'_, J>, Stop>) -> R,
 ) -> R {
     match &path.access {
         PathAccess::Json { root, segments } => {

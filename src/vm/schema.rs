@@ -18,7 +18,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::json::{JsonKind, JsonRef};
+use super::json::{Json, JsonKind};
 
 use crate::bytecode::schema::{
     Decimal, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
@@ -46,29 +46,29 @@ pub struct SchemaViolation {
 }
 
 /// True when `instance` validates against `program`. Allocation-free when it does.
-pub fn is_valid<'r>(program: &SchemaProgram, instance: impl Into<JsonRef<'r>>) -> bool {
+pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Quiet,
     };
     matches!(
-        eval.node(program.root(), Instance::Value(instance.into()), 0),
+        eval.node(program.root(), Instance::Value(instance), 0),
         Ok(true)
     )
 }
 
 /// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
-pub fn first_violation<'r>(
+pub fn first_violation<'r, J: Json<'r>>(
     program: &SchemaProgram,
-    instance: impl Into<JsonRef<'r>>,
+    instance: J,
 ) -> Option<SchemaViolation> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Explain::default(),
     };
-    match eval.node(program.root(), Instance::Value(instance.into()), 0) {
+    match eval.node(program.root(), Instance::Value(instance), 0) {
         Ok(true) => None,
         Ok(false) => Some(eval.report.found.unwrap_or_else(|| SchemaViolation {
             instance_path: Vec::new(),
@@ -108,12 +108,12 @@ type Outcome = Result<bool, Abort>;
 /// What is being validated: a JSON value, or an object member name (for `propertyNames`),
 /// which behaves as a JSON string without being allocated as one.
 #[derive(Debug, Clone, Copy)]
-enum Instance<'a> {
-    Value(JsonRef<'a>),
+enum Instance<'a, J> {
+    Value(J),
     Name(&'a str),
 }
 
-impl<'a> Instance<'a> {
+impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
     fn as_str(self) -> Option<Cow<'a, str>> {
         match self {
             Instance::Value(v) => v.as_str(),
@@ -264,7 +264,12 @@ impl<R: Report> Eval<'_, R> {
 
     /// Evaluates a node quietly (for `anyOf`, `oneOf`, `not`, `if`, `contains`,
     /// `propertyNames`), sharing the step budget. Aborts still propagate.
-    fn quiet(&mut self, id: SchemaNodeId, instance: Instance<'_>, depth: u32) -> Outcome {
+    fn quiet<'r, J: Json<'r>>(
+        &mut self,
+        id: SchemaNodeId,
+        instance: Instance<'_, J>,
+        depth: u32,
+    ) -> Outcome {
         let mut quiet = Eval {
             program: self.program,
             steps_left: self.steps_left,
@@ -275,7 +280,12 @@ impl<R: Report> Eval<'_, R> {
         outcome
     }
 
-    fn node(&mut self, id: SchemaNodeId, instance: Instance<'_>, depth: u32) -> Outcome {
+    fn node<'r, J: Json<'r>>(
+        &mut self,
+        id: SchemaNodeId,
+        instance: Instance<'_, J>,
+        depth: u32,
+    ) -> Outcome {
         if depth >= self.program.depth_limit() {
             return Err(Abort::Depth);
         }
@@ -293,12 +303,12 @@ impl<R: Report> Eval<'_, R> {
 
     /// Evaluates a subschema on a member or element, reporting a `false` schema there as
     /// "not allowed" under the keyword that applied it.
-    fn descend(
+    fn descend<'r, J: Json<'r>>(
         &mut self,
         keyword: &'static str,
         id: SchemaNodeId,
         step: Step<'_>,
-        instance: JsonRef<'_>,
+        instance: J,
         depth: u32,
     ) -> Outcome {
         self.report.enter(step);
@@ -316,7 +326,12 @@ impl<R: Report> Eval<'_, R> {
         Ok(valid)
     }
 
-    fn object(&mut self, schema: &SchemaObject, instance: Instance<'_>, depth: u32) -> Outcome {
+    fn object<'r, J: Json<'r>>(
+        &mut self,
+        schema: &SchemaObject,
+        instance: Instance<'_, J>,
+        depth: u32,
+    ) -> Outcome {
         if let Some(target) = schema.reference {
             require!(self.node(target, instance, depth));
         }
@@ -464,7 +479,7 @@ impl<R: Report> Eval<'_, R> {
         Ok(true)
     }
 
-    fn array(&mut self, schema: &SchemaObject, items: JsonRef<'_>, depth: u32) -> Outcome {
+    fn array<'r, J: Json<'r>>(&mut self, schema: &SchemaObject, items: J, depth: u32) -> Outcome {
         let count = u64::try_from(items.len()).unwrap_or(u64::MAX);
         if let Some(min) = schema.min_items {
             ensure!(
@@ -540,10 +555,15 @@ impl<R: Report> Eval<'_, R> {
         Ok(true)
     }
 
-    fn members(&mut self, schema: &SchemaObject, members: JsonRef<'_>, depth: u32) -> Outcome {
+    fn members<'r, J: Json<'r>>(
+        &mut self,
+        schema: &SchemaObject,
+        members: J,
+        depth: u32,
+    ) -> Outcome {
         // A `required` name that `properties` also lists is looked up once, for both
         // keywords (the first `CACHED` properties).
-        let mut cached: [Option<Option<JsonRef<'_>>>; CACHED] = [None; CACHED];
+        let mut cached: [Option<Option<J>>; CACHED] = [None; CACHED];
         for (name, property) in schema
             .required
             .iter()
@@ -596,7 +616,7 @@ impl<R: Report> Eval<'_, R> {
         }
         if let Some(id) = schema.property_names {
             for (name, _) in members.members() {
-                let valid = self.quiet(id, Instance::Name(&name), depth)?;
+                let valid = self.quiet(id, Instance::<J>::Name(&name), depth)?;
                 ensure!(
                     self,
                     valid,
@@ -656,10 +676,10 @@ impl<R: Report> Eval<'_, R> {
         Ok(true)
     }
 
-    fn applicators(
+    fn applicators<'r, J: Json<'r>>(
         &mut self,
         schema: &SchemaObject,
-        instance: Instance<'_>,
+        instance: Instance<'_, J>,
         depth: u32,
     ) -> Outcome {
         for id in &schema.all_of {
