@@ -105,29 +105,33 @@ impl<'r> RequestView<'r, NodeRef<'r>> {
             }
         };
         for (key, value) in root.members() {
-            // Request member names never need escapes; an escaped one is compared decoded.
-            let name = key.as_str().ok_or(NotARequest)?;
+            // Request member names never need escapes: they are matched byte for byte, and an
+            // escaped one is decoded first.
+            let name: Cow<'_, [u8]> = match key.unescaped_bytes() {
+                Some(bytes) => Cow::Borrowed(bytes),
+                None => Cow::Owned(key.as_str().ok_or(NotARequest)?.into_owned().into_bytes()),
+            };
             match &*name {
-                "skill" => {
+                b"skill" => {
                     view.skill = required(value)?;
                     skill = true;
                 }
-                "operation" => {
+                b"operation" => {
                     view.operation = required(value)?;
                     operation = true;
                 }
-                "resource" => {
+                b"resource" => {
                     view.resource = required(value)?;
                     resource = true;
                 }
-                "skill_hash" => view.skill_hash = optional(value)?,
-                "transaction" => view.transaction = optional(value)?,
-                "grant" => view.grant = optional(value)?,
-                "time" => view.time = optional(value)?,
-                "payload" => view.payload = nested(value)?,
-                "agent" => view.agent = nested(value)?,
-                "context" => view.context = nested(value)?,
-                "autonomy" => {
+                b"skill_hash" => view.skill_hash = optional(value)?,
+                b"transaction" => view.transaction = optional(value)?,
+                b"grant" => view.grant = optional(value)?,
+                b"time" => view.time = optional(value)?,
+                b"payload" => view.payload = nested(value)?,
+                b"agent" => view.agent = nested(value)?,
+                b"context" => view.context = nested(value)?,
+                b"autonomy" => {
                     view.autonomy = match value.kind() {
                         Kind::Null => None,
                         _ => Some(nested(value)?),

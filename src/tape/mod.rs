@@ -306,9 +306,21 @@ impl<'t> NodeRef<'t> {
         Some(if node.escaped() {
             Cow::Owned(string::decode(body))
         } else {
-            // Valid UTF-8 (checked by the parse), so this borrows.
-            String::from_utf8_lossy(body)
+            // Valid UTF-8 (checked by the parse), so this borrows; the lossy form is never
+            // reached and only keeps this total without `unsafe`.
+            match std::str::from_utf8(body) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(body),
+            }
         })
+    }
+
+    /// The raw text between the quotes of a string without escapes (`None` for anything else):
+    /// for callers that match names byte for byte.
+    #[inline]
+    pub fn unescaped_bytes(self) -> Option<&'t [u8]> {
+        let node = self.node();
+        (node.kind == Kind::String && !node.escaped()).then(|| node.body(self.doc.bytes))
     }
 
     /// True for a string equal to `other` after decoding; allocates nothing.
@@ -360,9 +372,28 @@ impl<'t> NodeRef<'t> {
 
     /// The value of the member whose decoded key is `key`, for an object.
     pub fn get(self, key: &str) -> Option<NodeRef<'t>> {
-        self.members()
-            .find(|(name, _)| name.str_eq(key))
-            .map(|(_, value)| value)
+        let object = self.node();
+        if object.kind != Kind::Object {
+            return None;
+        }
+        let (nodes, bytes) = (self.doc.nodes, self.doc.bytes);
+        let mut cursor = self.index.saturating_add(1);
+        for _ in 0..object.len {
+            let name = nodes.get(usize_from(cursor))?;
+            let value = cursor.saturating_add(1);
+            // Lengths first: most members differ in length from the key looked up.
+            let found = if name.escaped() {
+                DecodedBytes::new(name.body(bytes)).eq(key.bytes())
+            } else {
+                usize_from(name.end.saturating_sub(name.start)) == key.len()
+                    && name.body(bytes) == key.as_bytes()
+            };
+            if found {
+                return Some(self.at(value));
+            }
+            cursor = nodes.get(usize_from(value))?.next;
+        }
+        None
     }
 
     /// The `i`-th element, for an array.
