@@ -382,7 +382,7 @@ pub(crate) fn check_host(host: &str) -> Result<(), HostProblem> {
 
 /// What a byte is in a host name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HostByte {
+pub(crate) enum HostByte {
     /// `[A-Za-z0-9_-]`.
     Label,
     /// `.`.
@@ -397,7 +397,7 @@ enum HostByte {
     clippy::cast_possible_truncation,
     reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
 )]
-const HOST_BYTES: [HostByte; 256] = {
+pub(crate) const HOST_BYTES: [HostByte; 256] = {
     let mut table = [HostByte::Other; 256];
     let mut b = 0;
     while b < 256 {

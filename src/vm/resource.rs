@@ -17,8 +17,9 @@ use std::fmt;
 
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
-    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
-    find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
+    HOST_BYTES, HostByte, HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme,
+    SegmentPattern, check_host, find_byte, is_dot_segment, parse_port, quote, split_byte,
+    split_port,
 };
 
 /// Which part of a resource a problem is in.
@@ -276,6 +277,100 @@ impl<'a> RequestResource<'a> {
     /// Parses and validates a request's resource string. Allocates only to build a rejection
     /// or to check the UTF-8 of percent-decoded text.
     pub fn parse(text: &'a str) -> Result<RequestResource<'a>, ResourceRejection> {
+        // The common case — a plain `http(s)://host[:port]/path[?query]` that every rule
+        // accepts — in one pass; anything else (including every rejection) takes the general
+        // parser below, which the fast path is tested to agree with.
+        match Self::parse_plain_http(text) {
+            Some(resource) => Ok(resource),
+            None => Self::parse_general(text),
+        }
+    }
+
+    /// One pass over a plain http resource: `Some` only for a resource the general parser
+    /// accepts, with the same result; `None` for anything else (the general parser then
+    /// accepts it or says why not).
+    fn parse_plain_http(text: &'a str) -> Option<RequestResource<'a>> {
+        let (scheme, rest) = Scheme::strip_prefix(text)?;
+        let bytes = rest.as_bytes();
+        // The authority: host labels of `[A-Za-z0-9_-]` separated by single dots, then an
+        // optional `:port`; it ends at `/`, `?` or the end.
+        let mut at = 0;
+        let mut label_len = 0usize;
+        let mut colon = None;
+        while let Some(&b) = bytes.get(at) {
+            match b {
+                b'/' | b'?' => break,
+                b':' if colon.is_none() => colon = Some(at),
+                b'0'..=b'9' if colon.is_some() => {}
+                _ if colon.is_some() => return None,
+                _ => match HOST_BYTES.get(usize::from(b)).copied()? {
+                    HostByte::Label => label_len += 1,
+                    HostByte::Dot if label_len > 0 => label_len = 0,
+                    HostByte::Dot | HostByte::Other => return None,
+                },
+            }
+            at += 1;
+        }
+        if label_len == 0 {
+            return None;
+        }
+        let authority = rest.get(..at)?;
+        let (host, port) = match colon {
+            Some(colon) => (
+                authority.get(..colon)?,
+                parse_port(authority.get(colon + 1..)?)?,
+            ),
+            None => (authority, scheme.default_port()),
+        };
+        // The path after its `/`: plain bytes, no empty segment but the last, no dot segment.
+        let mut path = "";
+        let mut query = None;
+        if bytes.get(at) == Some(&b'/') {
+            let start = at + 1;
+            let mut segment = start;
+            at = start;
+            loop {
+                let b = bytes.get(at).copied();
+                if matches!(b, None | Some(b'/' | b'?')) {
+                    let text = rest.get(segment..at)?;
+                    let last = b != Some(b'/');
+                    if (text.is_empty() && !last) || is_dot_segment(text) {
+                        return None;
+                    }
+                    if last {
+                        break;
+                    }
+                    segment = at + 1;
+                } else if !PLAIN.get(usize::from(b?)).copied()? {
+                    return None;
+                }
+                at += 1;
+            }
+            path = rest.get(start..at)?;
+        }
+        // The query after its `?`: plain bytes (so every component decodes as it is).
+        if bytes.get(at) == Some(&b'?') {
+            let tail = rest.get(at + 1..)?;
+            if !tail
+                .bytes()
+                .all(|b| PLAIN.get(usize::from(b)).copied().unwrap_or(false))
+            {
+                return None;
+            }
+            query = Some(tail);
+        }
+        Some(RequestResource {
+            text,
+            kind: ResourceKind::Http,
+            origin: Some(RequestOrigin { scheme, host, port }),
+            path,
+            query,
+            plain: true,
+        })
+    }
+
+    /// The general parser: every kind, every rule, every rejection.
+    fn parse_general(text: &'a str) -> Result<RequestResource<'a>, ResourceRejection> {
         if text.is_empty() {
             return Err(ResourceRejection::Empty);
         }
@@ -716,6 +811,69 @@ fn host_matches(pattern: &HostPattern, host: &str) -> bool {
                 && host
                     .get(host.len().saturating_sub(suffix.len())..)
                     .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn general(text: &str) -> Result<RequestResource<'_>, ResourceRejection> {
+        RequestResource::parse_general(text)
+    }
+
+    #[test]
+    fn the_fast_path_takes_plain_http_resources_and_leaves_the_rest() {
+        for text in [
+            "https://calendar.example.com/v3/calendars/primary/events",
+            "http://h:8080/a/b/?q=1&r",
+            "https://h",
+            "https://h/",
+            "https://h?x",
+            "https://a_b-c.d/;x/..a/.b",
+        ] {
+            let fast = RequestResource::parse_plain_http(text);
+            assert!(fast.is_some(), "{text}");
+            assert_eq!(fast.map(Ok), Some(general(text)), "{text}");
+        }
+        for text in [
+            "https://h//a",
+            "https://h/./a",
+            "https://h/a/..",
+            "https://h/a/..;x",
+            "https://h:0/",
+            "https://h:/",
+            "https://h:1:2/",
+            "https://.h/",
+            "https://h./",
+            "https://h..i/",
+            "https://u@h/",
+            "https://h/a%2Fb",
+            "https://h/a#f",
+            "https://[::1]/",
+            "https:///a",
+            "HTTPS://h/",
+            "db:crm/x",
+        ] {
+            assert!(RequestResource::parse_plain_http(text).is_none(), "{text}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Whatever the fast path accepts, the general parser accepts with the same result.
+        #[test]
+        fn the_fast_path_agrees_with_the_general_parser(
+            scheme in prop::sample::select(vec!["http://", "https://"]),
+            rest in r"[a-zA-Z0-9._~:/?&=;%@#\\\[\]-]{0,24}",
+        ) {
+            let text = format!("{scheme}{rest}");
+            if let Some(fast) = RequestResource::parse_plain_http(&text) {
+                prop_assert_eq!(Ok(fast), general(&text));
+            }
         }
     }
 }
