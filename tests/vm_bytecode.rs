@@ -57,7 +57,10 @@ fn program(code: Vec<Op>) -> Program {
             path(vec![key("n")], "payload.n"),
         ],
         regexes: vec![CompiledRegex {
-            regex: regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
+            regex: capgate::bytecode::matcher::Matcher::new(
+                regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
+                false,
+            ),
             source: "[^@]+@example\\.com".to_owned(),
             case_insensitive: false,
         }],

@@ -358,7 +358,7 @@ pub struct SchemaPattern {
     /// The pattern as written in the schema (for messages).
     pub source: String,
     /// The compiled regex (ECMA-262 `\d \w \D \W` rewritten to ASCII classes).
-    pub regex: regex::Regex,
+    pub regex: super::matcher::Matcher,
 }
 
 /// The JSON types a `type` keyword allows, as a bit set.
