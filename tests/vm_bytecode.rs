@@ -57,10 +57,7 @@ fn program(code: Vec<Op>) -> Program {
             path(vec![key("n")], "payload.n"),
         ],
         regexes: vec![CompiledRegex {
-            regex: capgate::bytecode::matcher::Matcher::new(
-                regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
-                false,
-            ),
+            regex: regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
             source: "[^@]+@example\\.com".to_owned(),
             case_insensitive: false,
         }],

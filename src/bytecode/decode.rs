@@ -34,7 +34,6 @@ use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use super::matcher::Matcher;
 use super::op::Op;
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledRegex,
@@ -723,7 +722,7 @@ impl<'a> Reader<'a> {
             .build()
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {
-            regex: Matcher::new(regex, case_insensitive),
+            regex,
             source,
             case_insensitive,
         })
@@ -865,10 +864,7 @@ impl<'a> Reader<'a> {
             .size_limit(SCHEMA_REGEX_SIZE_LIMIT)
             .build()
             .map_err(|e| self.malformed(format!("pattern `{source}` does not compile: {e}")))?;
-        Ok(SchemaPattern {
-            source,
-            regex: Matcher::new(regex, false),
-        })
+        Ok(SchemaPattern { source, regex })
     }
 
     fn schema_node(&mut self, count: usize) -> Result<SchemaNode, CapcError> {

@@ -95,7 +95,7 @@ impl CompiledPath {
 #[derive(Debug, Clone)]
 pub struct CompiledRegex {
     /// The anchored regex (`^(?:source)$`).
-    pub regex: super::matcher::Matcher,
+    pub regex: regex::Regex,
     /// The pattern as written, for messages.
     pub source: String,
     /// The `i` flag.

@@ -358,7 +358,7 @@ pub struct SchemaPattern {
     /// The pattern as written in the schema (for messages).
     pub source: String,
     /// The compiled regex (ECMA-262 `\d \w \D \W` rewritten to ASCII classes).
-    pub regex: super::matcher::Matcher,
+    pub regex: regex::Regex,
 }
 
 /// The JSON types a `type` keyword allows, as a bit set.

@@ -13,7 +13,6 @@ use crate::bytecode::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use crate::bytecode::matcher::Matcher;
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledPath, CompiledRegex, JsonRoot, PathAccess,
@@ -492,7 +491,7 @@ impl<'a> Emitter<'a> {
             Ok(regex) => {
                 let n = self.program.regexes.len();
                 self.program.regexes.push(CompiledRegex {
-                    regex: Matcher::new(regex, case_insensitive),
+                    regex,
                     source: source.to_owned(),
                     case_insensitive,
                 });

@@ -17,7 +17,6 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use crate::bytecode::matcher::Matcher;
 use crate::bytecode::schema::{
     Condition, ContainsRule, DEFAULT_SCHEMA_DEPTH_LIMIT, DEFAULT_SCHEMA_STEP_LIMIT, Decimal,
     Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, SchemaType,
@@ -503,7 +502,7 @@ impl Compiler {
         {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
-                regex: Matcher::new(regex, false),
+                regex,
             }),
             Err(error) => {
                 let (reason, help) = regex_error_reason(&error);
