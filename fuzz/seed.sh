@@ -25,7 +25,7 @@ seed() { # seed TARGET FILE: copies FILE under a name derived from its content
 seed_lines() { # seed_lines TARGET < LINES: each non-empty line of stdin as one seed
   local tmp line
   tmp=$(mktemp)
-  while IFS= read -r line; do
+  while IFS= read -r line || [ -n "$line" ]; do
     [ -n "$line" ] || continue
     printf '%s' "$line" >"$tmp"
     seed "$1" "$tmp"
@@ -106,6 +106,21 @@ if command -v jq >/dev/null; then
 else
   echo "jq not found: the tape corpus lacks the session calls and schema-suite instances" >&2
 fi
+# Objects around the tape's switch from a linear duplicate-key scan to its key set (16 members):
+# one key byte erased or changed makes a duplicate of an earlier key, on either side of it.
+large_object() { # large_object N PREFIX: an object with N members "PREFIX0".."PREFIX<N-1>"
+  local i out="{"
+  for ((i = 0; i < $1; i++)); do
+    [ "$i" -gt 0 ] && out+=","
+    out+="\"$2$i\":$i"
+  done
+  printf '%s}' "$out"
+}
+for n in 16 17 18 33 70; do
+  large_object "$n" k | seed_lines tape
+  printf '[%s,%s]' "$(large_object "$n" "")" "$(large_object "$n" a)" | seed_lines tape
+done
+
 # Raw-string JSON snippets (r#"{...}"# / r#"[...]"#) of the tests, valid JSON or not: the
 # tape must refuse exactly what the reference refuses.
 if command -v python3 >/dev/null; then
