@@ -3,17 +3,34 @@
 #   parse, compile     <- policies/**/*.cap, tests' .cap files, docs examples
 #   manifest_json      <- policies/**/*.json manifests, plus each .cap converted with
 #                         `capgate convert --to json` when the CLI builds
+#   tape               <- JSON: the `call` objects (and whole lines) of policies/**/*.session.jsonl,
+#                         the .json files of policies/ and tests/, the raw-string JSON snippets of
+#                         tests/*.rs, and the JSON Schema suite under ../shared/conformance (each
+#                         file, each schema and each test instance); needs jq (and python3 for
+#                         the snippets of tests/*.rs)
 # The structured targets (verify, decide, differential) need no seeds: their inputs are built
 # from the policies at start-up, and libFuzzer starts them from an empty corpus.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
-mkdir -p corpus/parse corpus/compile corpus/manifest_json corpus/verify corpus/decide corpus/differential
+mkdir -p corpus/parse corpus/compile corpus/manifest_json corpus/verify corpus/decide corpus/differential \
+  corpus/tape
 
 seed() { # seed TARGET FILE: copies FILE under a name derived from its content
   local name
   name=$(sha1sum "$2" | cut -c1-16)
   cp "$2" "corpus/$1/$name"
+}
+
+seed_lines() { # seed_lines TARGET < LINES: each non-empty line of stdin as one seed
+  local tmp line
+  tmp=$(mktemp)
+  while IFS= read -r line || [ -n "$line" ]; do
+    [ -n "$line" ] || continue
+    printf '%s' "$line" >"$tmp"
+    seed "$1" "$tmp"
+  done
+  rm -f "$tmp"
 }
 
 mapfile -t caps < <(find "$root/policies" "$root/tests" "$root/docs" -name '*.cap' 2>/dev/null | sort)
@@ -60,6 +77,63 @@ if cargo build --quiet -j1 --manifest-path "$root/Cargo.toml" --bin capgate; the
   rm -f "$tmp"
 fi
 
-for target in parse compile manifest_json; do
+# The tape target: JSON documents of every shape the repository has.
+mapfile -t sessions < <(find "$root/policies" -name '*.session.jsonl' 2>/dev/null | sort)
+mapfile -t json_files < <(find "$root/policies" "$root/tests" -name '*.json' 2>/dev/null | sort)
+for f in "${json_files[@]}"; do
+  seed tape "$f"
+done
+blocks json tape
+# The JSON Schema suite: next to the repository (main checkout) or one level up (a worktree).
+suite=""
+for dir in "$root/../shared/conformance" "$root/../../shared/conformance"; do
+  if [ -d "$dir" ]; then
+    suite=$dir
+    break
+  fi
+done
+if command -v jq >/dev/null; then
+  for f in "${sessions[@]}"; do
+    grep -v '^[[:space:]]*$' "$f" | seed_lines tape
+    jq -c 'select(type == "object") | .call // empty' "$f" 2>/dev/null | seed_lines tape
+  done
+  if [ -n "$suite" ]; then
+    while IFS= read -r f; do
+      seed tape "$f"
+      jq -c '.[]? | .schema, (.tests[]? | .data)' "$f" 2>/dev/null | seed_lines tape
+    done < <(find "$suite" -name '*.json' | sort)
+  fi
+else
+  echo "jq not found: the tape corpus lacks the session calls and schema-suite instances" >&2
+fi
+# Objects around the tape's switch from a linear duplicate-key scan to its key set (16 members):
+# one key byte erased or changed makes a duplicate of an earlier key, on either side of it.
+large_object() { # large_object N PREFIX: an object with N members "PREFIX0".."PREFIX<N-1>"
+  local i out="{"
+  for ((i = 0; i < $1; i++)); do
+    [ "$i" -gt 0 ] && out+=","
+    out+="\"$2$i\":$i"
+  done
+  printf '%s}' "$out"
+}
+for n in 16 17 18 33 70; do
+  large_object "$n" k | seed_lines tape
+  printf '[%s,%s]' "$(large_object "$n" "")" "$(large_object "$n" a)" | seed_lines tape
+done
+
+# Raw-string JSON snippets (r#"{...}"# / r#"[...]"#) of the tests, valid JSON or not: the
+# tape must refuse exactly what the reference refuses.
+if command -v python3 >/dev/null; then
+  python3 - "$root/tests" corpus/tape <<'PY'
+import hashlib, pathlib, re, sys
+out = pathlib.Path(sys.argv[2])
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.rs")):
+    for block in re.findall(r'r#"\s*([\[{].*?)"#', path.read_text(), re.S):
+        data = block.encode()
+        (out / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+PY
+fi
+
+for target in parse compile manifest_json tape; do
   echo "$target: $(find "corpus/$target" -type f | wc -l) seeds"
 done

@@ -6,7 +6,13 @@
 //!   resource, with no reasons; an `approval_required` names one too, with its gating reason;
 //! - a `deny` names no capability and gives at least one reason;
 //! - the same request decides the same way twice, through `check` and through `check_slice` on
-//!   its wire form, and an observe-mode engine's effective decision is the enforcing one's.
+//!   its wire form, and an observe-mode engine's effective decision is the enforcing one's;
+//! - the tape path agrees with the full parse: for every wire form of a structured request
+//!   (compact, pretty, every string character `\u`-escaped) and for raw bytes that are a valid
+//!   request, `check_slice` equals `check` on the parsed request, and `check_slice_tape_only`,
+//!   when it reads the bytes as a request at all, gives the same verdict (and, for an allow, the
+//!   same whole `Decision`); for bytes the full parser refuses, `check_slice` denies and
+//!   `check_slice_tape_only` never allows.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -15,6 +21,7 @@ use arbitrary::{Arbitrary, Result, Unstructured};
 use capgate::vm::resource::{Bindings, RequestResource};
 use capgate::{Decision, Engine, Request, SimulatedClock, Verdict};
 use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
 
 fn engine(observe: bool) -> Engine {
     let policy = capgate_fuzz::corpus_loader()
@@ -119,6 +126,103 @@ fn check_shape(request: Option<&Request>, decision: &Decision) {
     }
 }
 
+/// `check_slice` and the tape path on `bytes` agree with `check` on the request the full parser
+/// reads from them (and with `expected`, the decision of the request they were written from).
+fn check_wire(engine: &Engine, bytes: &[u8], expected: Option<&Decision>) {
+    let tape = engine.check_slice_tape_only(bytes);
+    let slice = engine.check_slice(bytes);
+    match Request::from_slice(bytes, engine.limits()) {
+        Ok(request) => {
+            let full = engine.check(&request);
+            if let Some(expected) = expected {
+                assert_eq!(&full, expected, "the parsed wire form decided differently");
+            }
+            assert_eq!(
+                slice, full,
+                "check_slice differs from check on the parsed request"
+            );
+            if let Some(tape) = tape {
+                assert_eq!(
+                    tape.decision, full.decision,
+                    "the tape path's verdict differs from the full parse's: {tape:?} vs {full:?}"
+                );
+                if tape.decision == Verdict::Allow {
+                    assert_eq!(
+                        tape, full,
+                        "the tape path's allow differs from the full parse's"
+                    );
+                }
+            }
+        }
+        Err(error) => {
+            assert_ne!(
+                slice.decision,
+                Verdict::Allow,
+                "check_slice allowed bytes the full parser refuses ({error})"
+            );
+            if let Some(tape) = tape {
+                assert_ne!(
+                    tape.decision,
+                    Verdict::Allow,
+                    "the tape path allowed bytes the full parser refuses ({error}): {tape:?}"
+                );
+            }
+            if let Some(expected) = expected {
+                // Only a request that breaks a limit fails to parse back from its own wire form,
+                // and `check` denies it too.
+                assert_eq!(
+                    slice, *expected,
+                    "a wire form the full parser refuses ({error}) decided differently"
+                );
+            }
+        }
+    }
+}
+
+/// `value` as JSON text with every character of every string (keys too) written as a `\u`
+/// escape (surrogate pairs beyond the BMP), in lower or upper case hex.
+fn escaped_json(value: &Value, upper: bool, out: &mut String) {
+    fn string(text: &str, upper: bool, out: &mut String) {
+        out.push('"');
+        for ch in text.chars() {
+            for unit in ch.encode_utf16(&mut [0; 2]) {
+                if upper {
+                    out.push_str(&format!("\\u{unit:04X}"));
+                } else {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+        out.push('"');
+    }
+    match value {
+        Value::String(text) => string(text, upper, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                escaped_json(item, upper, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(key, upper, out);
+                out.push(':');
+                escaped_json(item, upper, out);
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 fuzz_target!(|case: Case| {
     let engine = enforcing();
     match case {
@@ -130,6 +234,7 @@ fuzz_target!(|case: Case| {
                 engine.check_slice(&bytes),
                 "raw request decided two ways"
             );
+            check_wire(engine, &bytes, None);
         }
         Case::Structured(request) => {
             let decision = engine.check(&request);
@@ -141,6 +246,13 @@ fuzz_target!(|case: Case| {
                 engine.check_slice(&wire),
                 "wire form decided differently"
             );
+            check_wire(engine, &wire, Some(&decision));
+            let pretty = serde_json::to_vec_pretty(&request).unwrap_or_else(|e| panic!("{e}"));
+            check_wire(engine, &pretty, Some(&decision));
+            let tree = serde_json::to_value(&request).unwrap_or_else(|e| panic!("{e}"));
+            let mut escaped = String::new();
+            escaped_json(&tree, wire.len() % 2 == 0, &mut escaped);
+            check_wire(engine, escaped.as_bytes(), Some(&decision));
             let observed = observing().check(&request);
             assert_eq!(observed.decision, Verdict::Allow, "observe mode enforced");
             assert_eq!(
