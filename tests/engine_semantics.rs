@@ -2625,3 +2625,38 @@ fn compile_errors_for_justification_and_duplicate_names() {
         r#"skill "s" { capability "c" { resource tool "t" operations call justification "test" } }"#,
     );
 }
+
+#[test]
+fn regression_a_revoked_skill_is_named_as_the_skill_not_its_capability() {
+    // Regression: every revocation was reported as "capability `c` is revoked", even when the
+    // operator had revoked the whole skill.
+    let (engine, _clock) = stateful(&lifetime_skill("process"));
+    let request = tool(json!({"ok": true}));
+    engine.revoke_skill("s").unwrap();
+    let decision = decide(&engine, &request);
+    assert_deny(&decision, ReasonKind::Grant);
+    assert_eq!(decision.reasons[0].message, "skill `s` is revoked");
+    assert!(engine.lift_skill("s").unwrap());
+
+    engine.revoke_capability("s", "c").unwrap();
+    let decision = decide(&engine, &request);
+    assert_deny(&decision, ReasonKind::Grant);
+    assert_eq!(decision.reasons[0].message, "capability `c` is revoked");
+}
+
+#[test]
+fn regression_revision_reasons_show_both_hashes_whole() {
+    // Regression: both hashes were cut at 64 characters, so two `sha256:` hashes (71
+    // characters) that differ only at the end read the same in the reason.
+    let engine = engine(HASHED);
+    let hash = "sha256:0000000000000000000000000000000000000000000000000000000000000002";
+    let decision = decide(&engine, &with(tool(json!({})), "skill_hash", json!(hash)));
+    assert_deny(&decision, ReasonKind::Revision);
+    assert_eq!(
+        decision.reasons[0].message,
+        format!(
+            "request names skill hash `{hash}` but the loaded manifest has \
+             `sha256:0000000000000000000000000000000000000000000000000000000000000001`"
+        )
+    );
+}

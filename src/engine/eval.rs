@@ -31,7 +31,7 @@ use crate::bytecode::program::{
 };
 use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantRefusal, GrantStatus, GrantUse, RateCharge, RateSpec,
-    StateStore,
+    Revocation, StateStore,
 };
 use crate::vm::json::JsonKind;
 use crate::vm::path::with_single;
@@ -191,12 +191,15 @@ impl Engine {
         let mut clock_time = None;
         if let Some(expected) = &request.skill_hash {
             if skill.hash.as_deref() != Some(&**expected) {
-                let loaded = skill.hash.as_deref().map_or("no hash".to_owned(), quote);
+                let loaded = skill
+                    .hash
+                    .as_deref()
+                    .map_or("no hash".to_owned(), quote_hash);
                 return deny(vec![Reason::request(
                     ReasonKind::Revision,
                     format!(
                         "request names skill hash {} but the loaded manifest has {loaded}",
-                        quote(expected)
+                        quote_hash(expected)
                     ),
                 )]);
             }
@@ -285,7 +288,7 @@ impl Engine {
             if store.is_revoked(&skill.name, &capability.name) {
                 return fail(
                     ReasonKind::Grant,
-                    format!("capability {} is revoked", quote(&capability.name)),
+                    revoked_message(store.as_ref(), skill, capability),
                 );
             }
             match capability.lifetime {
@@ -516,10 +519,9 @@ impl Engine {
             Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
             Err(refusal) => {
                 let (kind, message) = match refusal {
-                    CommitRefusal::Revoked => (
-                        ReasonKind::Grant,
-                        format!("capability {} is revoked", quote(&capability.name)),
-                    ),
+                    CommitRefusal::Revoked => {
+                        (ReasonKind::Grant, revoked_message(store, skill, capability))
+                    }
                     CommitRefusal::TransactionNotOpen => (
                         ReasonKind::Lifetime,
                         format!(
@@ -701,6 +703,12 @@ fn reason_for(capability: &CompiledCapability, constraint: ReasonKind, message: 
     }
 }
 
+/// Quotes a manifest hash whole (a `sha256:` hash is 71 characters: cut at 64, two hashes that
+/// differ only at the end would read the same), still bounded for hostile input.
+fn quote_hash(text: &str) -> String {
+    format!("`{}`", crate::value::truncate_str(text, 160))
+}
+
 fn quote(text: &str) -> String {
     format!("`{}`", crate::value::truncate_str(text, 64))
 }
@@ -744,6 +752,24 @@ fn autonomy_score<'r, J: Json<'r>>(value: J) -> Option<u8> {
 /// The request's autonomy score; absent means 0 (`validate` has refused invalid ones).
 fn autonomy<'r, J: Json<'r>>(request: &RequestView<'r, J>) -> u8 {
     request.autonomy.and_then(autonomy_score).unwrap_or(0)
+}
+
+/// Says what is revoked: the skill, the capability, or (for a store that cannot tell) either.
+fn revoked_message(
+    store: &dyn StateStore,
+    skill: &CompiledSkill,
+    capability: &CompiledCapability,
+) -> String {
+    match store.revocation(&skill.name, &capability.name) {
+        Revocation::Skill => format!("skill {} is revoked", quote(&skill.name)),
+        Revocation::Capability => format!("capability {} is revoked", quote(&capability.name)),
+        // `None`: revoked when checked, lifted since; still refused, as checked.
+        Revocation::SkillOrCapability | Revocation::None => format!(
+            "skill {} or its capability {} is revoked",
+            quote(&skill.name),
+            quote(&capability.name)
+        ),
+    }
 }
 
 fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {

@@ -354,6 +354,18 @@ impl Registry {
         self.revoked_skills.contains(skill) || self.is_capability_revoked(skill, capability)
     }
 
+    /// Which revocation applies: the skill's first, then the capability's.
+    pub(crate) fn revocation(&self, skill: &str, capability: &str) -> super::store::Revocation {
+        use super::store::Revocation;
+        if self.revoked_skills.contains(skill) {
+            Revocation::Skill
+        } else if self.is_capability_revoked(skill, capability) {
+            Revocation::Capability
+        } else {
+            Revocation::None
+        }
+    }
+
     fn is_capability_revoked(&self, skill: &str, capability: &str) -> bool {
         self.revoked_capabilities
             .get(skill)

@@ -26,5 +26,6 @@ pub use error::StateError;
 pub use grants::{GrantLifetime, GrantRefusal, GrantStatus, NewGrant, RefusalReason};
 pub use rate::{MAX_WINDOW_COUNT, RateSpec};
 pub use store::{
-    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, SHARD_COUNT, StateStore,
+    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, Revocation, SHARD_COUNT,
+    StateStore,
 };

@@ -106,6 +106,17 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     /// Whether the skill, or that capability of it, is revoked.
     fn is_revoked(&self, skill: &str, capability: &str) -> bool;
 
+    /// What revokes `capability` of `skill`, for a precise deny reason. The default answers
+    /// from [`StateStore::is_revoked`] alone, so it cannot tell the skill from the capability
+    /// ([`Revocation::SkillOrCapability`]); a store that can should override it.
+    fn revocation(&self, skill: &str, capability: &str) -> Revocation {
+        if self.is_revoked(skill, capability) {
+            Revocation::SkillOrCapability
+        } else {
+            Revocation::None
+        }
+    }
+
     /// Records the operator's first-use approval of a skill.
     ///
     /// # Errors
@@ -218,6 +229,19 @@ const SHARD_COUNT_U64: u64 = 64;
 
 type RateShard = HashMap<Box<[u8]>, RateState>;
 type ShardGuards<'a> = [Option<MutexGuard<'a, RateShard>>; SHARD_COUNT];
+
+/// What revokes a capability ([`StateStore::revocation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revocation {
+    /// Nothing: the capability may be used.
+    None,
+    /// The whole skill is revoked.
+    Skill,
+    /// This capability is revoked (the skill is not).
+    Capability,
+    /// The skill or the capability is revoked; the store cannot say which.
+    SkillOrCapability,
+}
 
 /// The single-process [`StateStore`].
 pub struct InMemoryStore {
@@ -427,6 +451,14 @@ impl StateStore for InMemoryStore {
     fn is_revoked(&self, skill: &str, capability: &str) -> bool {
         self.ever_revoked.load(Ordering::Acquire)
             && self.read_registry().is_revoked(skill, capability)
+    }
+
+    fn revocation(&self, skill: &str, capability: &str) -> Revocation {
+        if self.ever_revoked.load(Ordering::Acquire) {
+            self.read_registry().revocation(skill, capability)
+        } else {
+            Revocation::None
+        }
     }
 
     fn approve(&self, skill: &str) -> Result<(), StateError> {
