@@ -1085,7 +1085,12 @@ fn run_case(seed: u64) {
         let parsed = from_cap.check(&request);
         let compact = serde_json::to_vec(&request).unwrap();
         let pretty = serde_json::to_vec_pretty(&request).unwrap();
-        for bytes in [&compact, &pretty] {
+        // Members in reverse name order: a tape keeps input order where a `Value` sorts, and
+        // reasons must not depend on it.
+        let mut reversed = String::new();
+        write_reversed(&serde_json::to_value(&request).unwrap(), &mut reversed);
+        let reversed = reversed.into_bytes();
+        for bytes in [&compact, &pretty, &reversed] {
             let tape = from_cap
                 .check_slice_tape_only(bytes)
                 .expect("the tape path reads every generated request");
@@ -1102,6 +1107,35 @@ fn run_case(seed: u64) {
             );
         }
         check_cost_bound(&from_cap, &request, now);
+    }
+}
+
+/// Writes `value` as JSON with every object's members in reverse name order.
+fn write_reversed(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, member)) in map.iter().rev().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(key).unwrap());
+                out.push(':');
+                write_reversed(member, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_reversed(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&serde_json::to_string(scalar).unwrap()),
     }
 }
 

@@ -461,9 +461,10 @@ impl Engine {
     /// Decides a request given as untrusted bytes (size, depth and duplicate keys are checked).
     ///
     /// The bytes are read in one pass into a reusable [`crate::tape::Tape`] (no `Value` tree, no
-    /// allocation once the thread's tape is warm) and decided from it. Anything but an allow is
-    /// decided again from a fully parsed [`Request`], so deny reasons and input errors are
-    /// exactly those of [`Engine::check`] on the same request.
+    /// allocation once the thread's tape is warm) and decided from it, with the same verdict and
+    /// reasons as [`Engine::check`] on the parsed request. Bytes the tape path does not read as
+    /// a request (malformed JSON, an unknown field, a limit broken) are refused through a full
+    /// parse, so input errors are exactly those of [`Request::from_slice`].
     pub fn check_slice(&self, bytes: &[u8]) -> Decision {
         if bytes.len() <= self.limits.max_request_bytes {
             let fast = TAPE.with(|tape| match tape.try_borrow_mut() {
@@ -478,8 +479,8 @@ impl Engine {
         self.check_slice_parsed(bytes)
     }
 
-    /// The allow of the tape path, or `None` for anything that must be decided (or refused) from
-    /// a full parse.
+    /// The decision of the tape path, or `None` for bytes that must be refused through a full
+    /// parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
         let doc = tape
             .parse(
@@ -489,18 +490,15 @@ impl Engine {
             .ok()?;
         let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
         let decision = self.decide(&view);
-        if decision.decision != Verdict::Allow || decision.observed.is_some() {
-            return None;
-        }
         if let Some(sink) = &self.audit {
             self.audit_record(sink.as_ref(), &view, &decision);
         }
         Some(decision)
     }
 
-    /// The tape path alone, without the full-parse fallback: its decision whatever it is, or
-    /// `None` when the bytes are not a request it reads. For the differential tests and the
-    /// fuzzers, which hold it to [`Engine::check`]; embedders call [`Engine::check_slice`].
+    /// The tape path alone, without the full-parse fallback: its decision, or `None` when the
+    /// bytes are not a request it reads. For the differential tests and the fuzzers, which hold
+    /// it to [`Engine::check`]; embedders call [`Engine::check_slice`].
     #[doc(hidden)]
     pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
         let mut tape = Tape::new();
@@ -514,8 +512,8 @@ impl Engine {
         Some(self.decide(&view))
     }
 
-    /// Decides from a full parse into a [`Request`] (every deny and input error of
-    /// [`Engine::check_slice`]).
+    /// Decides from a full parse into a [`Request`]: the input errors of
+    /// [`Engine::check_slice`].
     fn check_slice_parsed(&self, bytes: &[u8]) -> Decision {
         match Request::from_slice(bytes, &self.limits) {
             Ok(request) => self.check(&request),

@@ -28,6 +28,9 @@ pub trait Json<'r>: Copy + Debug + 'r {
     type Elements: Iterator<Item = Self>;
     /// The iterator of [`Json::members`].
     type Members: Iterator<Item = (Cow<'r, str>, Self)>;
+    /// True when [`Json::members`] yields names in order (a `Value` map), false when in input
+    /// order (a tape).
+    const SORTED_MEMBERS: bool;
 
     /// JSON `null` (what an absent payload, agent or context reads as).
     fn null() -> Self;
@@ -150,6 +153,7 @@ fn numbers_equal(a: Option<Number>, b: Option<Number>) -> bool {
 impl<'r> Json<'r> for &'r Value {
     type Elements = std::slice::Iter<'r, Value>;
     type Members = ValueMembers<'r>;
+    const SORTED_MEMBERS: bool = true;
 
     fn null() -> Self {
         &NULL
@@ -263,6 +267,7 @@ impl<'r> Iterator for ValueMembers<'r> {
 impl<'r> Json<'r> for NodeRef<'r> {
     type Elements = tape::Elements<'r>;
     type Members = TapeMembers<'r>;
+    const SORTED_MEMBERS: bool = false;
 
     fn null() -> Self {
         tape::null()

@@ -182,6 +182,10 @@ enum Step<'a> {
 
 /// Where failures go. [`Quiet`] drops them (the hot path); [`Explain`] records the first.
 trait Report {
+    /// Visit object members in name order whatever the document keeps them in, so the first
+    /// violation reported is the same for a `Value` (sorted map) and a tape (input order).
+    /// Only the explaining report needs it; validity does not depend on the order.
+    const SORTED: bool;
     fn enter(&mut self, step: Step<'_>);
     fn leave(&mut self);
     fn fail(&mut self, keyword: &'static str, message: impl FnOnce() -> String);
@@ -190,6 +194,7 @@ trait Report {
 struct Quiet;
 
 impl Report for Quiet {
+    const SORTED: bool = false;
     #[inline]
     fn enter(&mut self, _: Step<'_>) {}
     #[inline]
@@ -205,6 +210,7 @@ struct Explain {
 }
 
 impl Report for Explain {
+    const SORTED: bool = true;
     fn enter(&mut self, step: Step<'_>) {
         self.path.push(match step {
             Step::Key(k) => Segment::Key(k.to_owned()),
@@ -615,7 +621,15 @@ impl<R: Report> Eval<'_, R> {
             }
         }
         if let Some(id) = schema.property_names {
-            for (name, _) in members.members() {
+            let mut names: Vec<Cow<'_, str>> = Vec::new();
+            if R::SORTED && !J::SORTED_MEMBERS {
+                names = members.members().map(|(name, _)| name).collect();
+                names.sort();
+            }
+            let in_order = names
+                .is_empty()
+                .then(|| members.members().map(|(name, _)| name));
+            for name in names.into_iter().chain(in_order.into_iter().flatten()) {
                 let valid = self.quiet(id, Instance::<J>::Name(&name), depth)?;
                 ensure!(
                     self,
@@ -641,37 +655,42 @@ impl<R: Report> Eval<'_, R> {
                     require!(self.descend("properties", *id, Step::Key(name), value, depth));
                 }
             }
+        } else if R::SORTED && !J::SORTED_MEMBERS {
+            let mut sorted: Vec<(Cow<'_, str>, J)> = members.members().collect();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            for (name, value) in sorted {
+                require!(self.member(schema, &name, value, depth));
+            }
         } else {
             for (name, value) in members.members() {
-                let name: &str = &name;
-                let mut matched = false;
-                if let Some(id) = schema.property(name) {
-                    matched = true;
-                    require!(self.descend("properties", id, Step::Key(name), value, depth));
-                }
-                for (pattern, id) in &schema.pattern_properties {
-                    self.step()?;
-                    if pattern.regex.is_match(name) {
-                        matched = true;
-                        require!(self.descend(
-                            "patternProperties",
-                            *id,
-                            Step::Key(name),
-                            value,
-                            depth
-                        ));
-                    }
-                }
-                if let (false, Some(id)) = (matched, schema.additional_properties) {
-                    require!(self.descend(
-                        "additionalProperties",
-                        id,
-                        Step::Key(name),
-                        value,
-                        depth
-                    ));
-                }
+                require!(self.member(schema, &name, value, depth));
             }
+        }
+        Ok(true)
+    }
+
+    /// `properties`, `patternProperties` and `additionalProperties` on one member.
+    fn member<'r, J: Json<'r>>(
+        &mut self,
+        schema: &SchemaObject,
+        name: &str,
+        value: J,
+        depth: u32,
+    ) -> Outcome {
+        let mut matched = false;
+        if let Some(id) = schema.property(name) {
+            matched = true;
+            require!(self.descend("properties", id, Step::Key(name), value, depth));
+        }
+        for (pattern, id) in &schema.pattern_properties {
+            self.step()?;
+            if pattern.regex.is_match(name) {
+                matched = true;
+                require!(self.descend("patternProperties", *id, Step::Key(name), value, depth));
+            }
+        }
+        if let (false, Some(id)) = (matched, schema.additional_properties) {
+            require!(self.descend("additionalProperties", id, Step::Key(name), value, depth));
         }
         Ok(true)
     }
