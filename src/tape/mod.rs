@@ -194,8 +194,16 @@ impl Tape {
         max_depth: usize,
     ) -> Result<Doc<'t>, TapeError> {
         scan::parse(self, bytes, max_depth)?;
+        // An accepted document is UTF-8 throughout (outside strings only ASCII is valid JSON,
+        // inside them the scan checked it), so this holds; checking the whole input once lets
+        // every string read later borrow by slicing instead of validating its bytes again.
+        let text = std::str::from_utf8(bytes).map_err(|e| TapeError {
+            offset: u32::try_from(e.valid_up_to()).unwrap_or(u32::MAX),
+            kind: ErrorKind::InvalidUtf8,
+        })?;
         Ok(Doc {
             bytes,
+            text,
             nodes: &self.nodes,
         })
     }
@@ -205,6 +213,8 @@ impl Tape {
 #[derive(Clone, Copy, Debug)]
 pub struct Doc<'t> {
     bytes: &'t [u8],
+    /// `bytes` as text (an accepted document is UTF-8).
+    text: &'t str,
     // INVARIANT (non-empty): a successful parse leaves at least the root node.
     nodes: &'t [Node],
 }
@@ -227,6 +237,7 @@ impl<'t> Doc<'t> {
 /// A document holding only `null`: what an absent payload, agent or context reads as.
 static NULL_DOC: Doc<'static> = Doc {
     bytes: b"null",
+    text: "null",
     nodes: &[Node {
         start: 0,
         end: 4,
@@ -306,11 +317,15 @@ impl<'t> NodeRef<'t> {
         Some(if node.escaped() {
             Cow::Owned(string::decode(body))
         } else {
-            // Valid UTF-8 (checked by the parse), so this borrows; the lossy form is never
-            // reached and only keeps this total without `unsafe`.
-            match std::str::from_utf8(body) {
-                Ok(text) => Cow::Borrowed(text),
-                Err(_) => String::from_utf8_lossy(body),
+            // A slice of the document's text: the quotes around it are ASCII, so both ends are
+            // character boundaries; the lossy form is never reached and only keeps this total.
+            match self
+                .doc
+                .text
+                .get(usize_from(node.start)..usize_from(node.end))
+            {
+                Some(text) => Cow::Borrowed(text),
+                None => String::from_utf8_lossy(body),
             }
         })
     }
