@@ -21,10 +21,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
 use super::request::Request;
 use super::view::RequestView;
+use super::{Engine, LocalNames};
 use crate::bytecode::index::{CheckIdx, lookup};
 use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
@@ -151,7 +151,7 @@ impl Engine {
     }
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
-        self.with_policy(|policy| self.decide_in(policy, request))
+        self.with_policy(|policy, names| self.decide_in(policy, names, request))
             .unwrap_or_else(|| {
                 // Unreachable by construction (see `with_policy`); never allow on it.
                 self.finish(Decision::deny(
@@ -167,6 +167,7 @@ impl Engine {
     fn decide_in<'r, J: Json<'r>>(
         &self,
         policy: &super::PolicySet,
+        names: &LocalNames,
         request: &RequestView<'r, J>,
     ) -> Decision {
         let Some(skill) = policy.skill(&request.skill) else {
@@ -178,7 +179,7 @@ impl Engine {
                 )],
             ));
         };
-        let deny = |reasons| self.finish(Decision::deny(skill.name.clone(), reasons));
+        let deny = |reasons| self.finish(Decision::deny(names.local(&skill.name), reasons));
         if let Some(reason) = validate(request) {
             return deny(vec![reason]);
         }
@@ -239,7 +240,7 @@ impl Engine {
                 None => DateTime::<Utc>::UNIX_EPOCH,
             };
             let input = self.input(request, &resource, &bindings, now);
-            match self.candidate(skill, capability, request, &input, now) {
+            match self.candidate(skill, capability, request, &input, now, names) {
                 Step::Decides(decision) => return self.finish(decision),
                 // `candidate` never answers `Holds`: it goes on to a decision or a failure.
                 Step::Holds => {}
@@ -277,6 +278,7 @@ impl Engine {
         request: &RequestView<'r, J>,
         input: &Input<'_, J>,
         now: DateTime<Utc>,
+        names: &LocalNames,
     ) -> Step {
         let fail = |constraint: ReasonKind, message: String| {
             Step::Fails(reason_for(capability, constraint, message))
@@ -384,8 +386,8 @@ impl Engine {
         let Some(store) = self.state.as_deref() else {
             // Stateless: no rate limits, no grants; gating decides.
             return Step::Decides(
-                self.gate(skill, capability, request)
-                    .unwrap_or_else(|| allow(skill, capability, None)),
+                self.gate(skill, capability, request, names)
+                    .unwrap_or_else(|| allow(skill, capability, None, names)),
             );
         };
         KEYS.with_borrow_mut(|keys| {
@@ -399,6 +401,7 @@ impl Engine {
                 grant_token,
                 renew,
                 now,
+                names,
             )
         })
     }
@@ -419,6 +422,7 @@ impl Engine {
         grant_token: Option<&str>,
         renew: Option<std::time::Duration>,
         now: DateTime<Utc>,
+        names: &LocalNames,
     ) -> Step {
         // Keys are built into one reused buffer; `ends[i]` is where key i stops.
         keys.clear();
@@ -451,7 +455,7 @@ impl Engine {
                 return rate_reason(capability, limit);
             }
         }
-        if let Some(decision) = self.gate(skill, capability, request) {
+        if let Some(decision) = self.gate(skill, capability, request, names) {
             return Step::Decides(decision);
         }
         let placeholder = RateCharge {
@@ -516,7 +520,7 @@ impl Engine {
             rates,
         };
         match store.commit(&commit, now) {
-            Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
+            Ok(()) => Step::Decides(allow(skill, capability, grant_token, names)),
             Err(refusal) => {
                 let (kind, message) = match refusal {
                     CommitRefusal::Revoked => {
@@ -563,6 +567,7 @@ impl Engine {
         skill: &CompiledSkill,
         capability: &CompiledCapability,
         request: &RequestView<'r, J>,
+        names: &LocalNames,
     ) -> Option<Decision> {
         let autonomy = autonomy(request);
         let reason = if autonomy < capability.required_autonomy {
@@ -594,8 +599,8 @@ impl Engine {
         };
         reason.map(|reason| Decision {
             decision: Verdict::ApprovalRequired,
-            skill: skill.name.clone(),
-            capability: Some(capability.name.clone()),
+            skill: names.local(&skill.name),
+            capability: Some(names.local(&capability.name)),
             grant: None,
             observed: None,
             reasons: vec![reason],
@@ -682,11 +687,17 @@ fn pinned_refusal<'r, J: Json<'r>>(
 /// Most rate limits one capability may declare (the compiler enforces it).
 pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
 
-fn allow(skill: &CompiledSkill, capability: &CompiledCapability, grant: Option<&str>) -> Decision {
+/// An allow, carrying this thread's copies of the names (see [`LocalNames`]).
+fn allow(
+    skill: &CompiledSkill,
+    capability: &CompiledCapability,
+    grant: Option<&str>,
+    names: &LocalNames,
+) -> Decision {
     Decision {
         decision: Verdict::Allow,
-        skill: skill.name.clone(),
-        capability: Some(capability.name.clone()),
+        skill: names.local(&skill.name),
+        capability: Some(names.local(&capability.name)),
         grant: grant.map(Arc::from),
         observed: None,
         reasons: Vec::new(),

@@ -207,6 +207,52 @@ struct Snapshot {
     engine: u64,
     generation: u64,
     policy: Arc<PolicySet>,
+    /// This thread's copies of the names its decisions carry.
+    names: LocalNames,
+}
+
+/// A thread's own copies of skill and capability names, keyed by the address of the policy's
+/// `Arc<str>`. A `Decision` carries its names as `Arc<str>`; cloning the policy's own `Arc`s made
+/// every decision on every thread write the same reference counts, the one cache line that
+/// threads deciding for the same skill kept taking from each other (2 threads on one skill:
+/// 1.52-1.62x one thread's throughput; with thread-local copies 1.74-2.10x).
+///
+/// INVARIANT (name-keys): the cache lives in the [`Snapshot`] that holds the policy the keys
+/// point into, and is emptied whenever that snapshot moves to another policy, so a key can only
+/// name a live `Arc<str>` of the current policy (an address is never reused while cached).
+pub(crate) struct LocalNames(Option<std::cell::RefCell<NameCopies>>);
+
+type NameCopies = HashMap<usize, Arc<str>, std::hash::BuildHasherDefault<Fnv>>;
+
+impl LocalNames {
+    /// An empty cache, for a snapshot.
+    fn cached() -> LocalNames {
+        LocalNames(Some(std::cell::RefCell::new(HashMap::default())))
+    }
+
+    /// No cache: names are the policy's own (the rare path without a snapshot).
+    fn shared() -> LocalNames {
+        LocalNames(None)
+    }
+
+    /// This thread's copy of `name` (made on first use); the policy's own `Arc` without a
+    /// cache, or when an outer decision on this thread is using it.
+    pub(crate) fn local(&self, name: &Arc<str>) -> Arc<str> {
+        let Some(Ok(mut names)) = self.0.as_ref().map(std::cell::RefCell::try_borrow_mut) else {
+            return name.clone();
+        };
+        let key = Arc::as_ptr(name).cast::<u8>() as usize;
+        names
+            .entry(key)
+            .or_insert_with(|| Arc::from(&**name))
+            .clone()
+    }
+
+    fn clear(&mut self) {
+        if let Some(names) = &mut self.0 {
+            names.get_mut().clear();
+        }
+    }
 }
 
 thread_local! {
@@ -286,7 +332,7 @@ impl Engine {
     /// against the reload generation with one atomic load; after a reload (or on a thread's
     /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
     /// which the construction below rules out; callers fail closed on it anyway.
-    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet) -> R) -> Option<R> {
+    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet, &LocalNames) -> R) -> Option<R> {
         let generation = self.generation.load(Ordering::Acquire);
         // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
         let mut slot = Some(f);
@@ -296,6 +342,8 @@ impl Engine {
                     match snapshots.iter_mut().find(|s| s.engine == self.id) {
                         Some(snapshot) if snapshot.generation == generation => {}
                         Some(snapshot) => {
+                            // INVARIANT (name-keys): the names go with the old policy.
+                            snapshot.names.clear();
                             snapshot.policy = self.policy();
                             snapshot.generation = generation;
                         }
@@ -307,6 +355,7 @@ impl Engine {
                                 engine: self.id,
                                 generation,
                                 policy: self.policy(),
+                                names: LocalNames::cached(),
                             });
                         }
                     }
@@ -317,14 +366,15 @@ impl Engine {
                 let snapshot = snapshots
                     .iter()
                     .find(|s| s.engine == self.id && s.generation == generation)?;
-                slot.take().map(|f| f(&snapshot.policy))
+                slot.take().map(|f| f(&snapshot.policy, &snapshot.names))
             })
             .ok()
             .flatten();
         match (ran, slot.take()) {
             (Some(result), _) => Some(result),
-            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock.
-            (None, Some(f)) => Some(f(&self.policy())),
+            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock,
+            // and carry the policy's own names.
+            (None, Some(f)) => Some(f(&self.policy(), &LocalNames::shared())),
             (None, None) => None,
         }
     }
@@ -627,6 +677,34 @@ mod tests {
         let mut loader = PolicyLoader::new(Limits::DEFAULT);
         loader.add_text("p.cap", text.to_owned(), PolicyFormat::Cap, None);
         loader.finish().unwrap()
+    }
+
+    #[test]
+    fn decisions_carry_the_names_of_the_policy_in_force_after_a_reload() {
+        // Names come from a per-thread cache keyed by the policy's `Arc<str>`s; a reload must
+        // empty it, or a decision could carry a name of the old policy (INVARIANT name-keys).
+        let policy = |skill: &str, capability: &str| {
+            loaded(&format!(
+                r#"skill "{skill}" {{ version "1" capability "{capability}" {{ resource tool "t" operations call justification "j" }} }}"#
+            ))
+        };
+        let engine = Engine::builder(policy("s", "first")).build();
+        let request = Request::new("s", "call", "tool:t");
+        for _ in 0..3 {
+            let decision = engine.check(&request);
+            assert_eq!(decision.capability.as_deref(), Some("first"));
+            assert_eq!(&*decision.skill, "s");
+        }
+        engine.reload(policy("s", "second"));
+        for _ in 0..3 {
+            assert_eq!(engine.check(&request).capability.as_deref(), Some("second"));
+        }
+        // Another thread gets its own copies, with the same text.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert_eq!(engine.check(&request).capability.as_deref(), Some("second"));
+            });
+        });
     }
 
     #[test]
