@@ -222,12 +222,21 @@ struct Snapshot {
 /// name a live `Arc<str>` of the current policy (an address is never reused while cached).
 pub(crate) struct LocalNames(Option<std::cell::RefCell<NameCopies>>);
 
-type NameCopies = HashMap<usize, Arc<str>, std::hash::BuildHasherDefault<Fnv>>;
+/// The copies: every name seen, plus a small direct-mapped table of recent ones in front of the
+/// map so that a decision's two lookups are a load and a compare, not a hash.
+#[derive(Default)]
+struct NameCopies {
+    recent: [Option<(usize, Arc<str>)>; RECENT_NAMES],
+    all: HashMap<usize, Arc<str>, std::hash::BuildHasherDefault<Fnv>>,
+}
+
+/// Slots of [`NameCopies::recent`] (a power of two).
+const RECENT_NAMES: usize = 16;
 
 impl LocalNames {
     /// An empty cache, for a snapshot.
     fn cached() -> LocalNames {
-        LocalNames(Some(std::cell::RefCell::new(HashMap::default())))
+        LocalNames(Some(std::cell::RefCell::new(NameCopies::default())))
     }
 
     /// No cache: names are the policy's own (the rare path without a snapshot).
@@ -241,16 +250,31 @@ impl LocalNames {
         let Some(Ok(mut names)) = self.0.as_ref().map(std::cell::RefCell::try_borrow_mut) else {
             return name.clone();
         };
+        let names = &mut *names;
         let key = Arc::as_ptr(name).cast::<u8>() as usize;
-        names
+        // Fibonacci hashing of the address: its top bits pick the slot, so names allocated a
+        // power of two apart do not keep evicting each other.
+        let mixed = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60;
+        let Some(slot) = names.recent.get_mut(usize::try_from(mixed).unwrap_or(0)) else {
+            return name.clone();
+        };
+        if let Some((cached, copy)) = slot {
+            if *cached == key {
+                return copy.clone();
+            }
+        }
+        let copy = names
+            .all
             .entry(key)
             .or_insert_with(|| Arc::from(&**name))
-            .clone()
+            .clone();
+        *slot = Some((key, copy.clone()));
+        copy
     }
 
     fn clear(&mut self) {
         if let Some(names) = &mut self.0 {
-            names.get_mut().clear();
+            *names.get_mut() = NameCopies::default();
         }
     }
 }
