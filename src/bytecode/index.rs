@@ -1,4 +1,4 @@
-//! Index newtypes into a [`Program`](super::Program)'s tables.
+//! Index newtypes into a [`Program`](super::program::Program)'s tables.
 //!
 //! Every operand that names a table entry has its own type, so a path index can never be used
 //! where a regex index is expected. They are built only by checked constructors

@@ -8,7 +8,7 @@
 //! [`ResourcePatternError`].
 //!
 //! Matching a request against a pattern lives with the request parser in `vm::resource`; the
-//! percent-decoding both sides share is in [`percent`].
+//! percent-decoding both sides share is in `percent`.
 //!
 //! `ResourceKind` comes from the syntax layer; it is re-exported here so the VM can name it
 //! without depending on `syntax`.

@@ -196,7 +196,7 @@ pub struct SchemaObject {
     /// `if` with its `then` and `else` (both ignored without `if`).
     pub condition: Option<Condition>,
     /// Which keyword groups are present, derived from the fields above when the program is
-    /// built ([`SchemaProgram::new`]); never serialized.
+    /// built (`SchemaProgram::new`); never serialized.
     pub shape: Shape,
 }
 

@@ -1,14 +1,14 @@
 //! `.cap` formatting and printing: one canonical layout for policy files.
 //!
 //! - [`format_cap`] reformats `.cap` text: it keeps every token and every comment, and changes
-//!   only whitespace (the rules are in [`layout`]'s docs). It refuses text that does not parse,
+//!   only whitespace (the rules are in the docs of `layout`). It refuses text that does not parse,
 //!   and checks that the result parses to the same policy before returning it, so a formatter
 //!   bug can never change what a policy allows.
 //! - [`policy_to_cap`] prints an AST (for example one read from a JSON manifest) as `.cap` text
 //!   in the same layout.
 //! - [`same_policy`] compares two ASTs ignoring where things were written (spans).
 //!
-//! The formatter works on tokens ([`lex`]) rather than on the AST so that comments stay exactly
+//! The formatter works on tokens (`lex`) rather than on the AST so that comments stay exactly
 //! where they were; the REPL can reuse it for echoing what the user typed.
 
 mod layout;

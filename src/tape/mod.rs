@@ -1,5 +1,5 @@
 //! A borrowed JSON "tape": one validating pass over the request bytes that stores a flat array of
-//! small [`Node`]s pointing into them, instead of building a `serde_json::Value`.
+//! small `Node`s pointing into them, instead of building a `serde_json::Value`.
 //!
 //! - [`Tape`] owns the reusable buffers (nodes, the parse stack, the duplicate-key set). Parsing
 //!   into a warm tape allocates nothing unless the input needs more room than any before it.

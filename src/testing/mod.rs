@@ -6,7 +6,7 @@
 //! - [`Report`] counts passed and failed tests, holds one [`Failure`] per failed test (expected
 //!   and actual decision, and the [`crate::Engine::explain`] trace of the call), the
 //!   [`TestFileError`]s of files that could not be run, and the [`Coverage`] of the policy.
-//! - [`format`] is the `.captest` language ([`TestFile`], [`Case`], [`Step`], [`Expectation`]),
+//! - [`format`](mod@format) is the `.captest` language ([`TestFile`], [`Case`], [`Step`], [`Expectation`]),
 //!   described for users in `docs/testing.md`.
 //!
 //! A test is one `[case]` of a `.captest` file (it passes when every `expect` in it holds; it
