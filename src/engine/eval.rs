@@ -918,7 +918,10 @@ fn explain_failure<'r, J: Json<'r>>(
         .and_then(|c| c.location.as_ref())
         .map(ToString::to_string);
     let mut tracer = FirstFailure::default();
-    let traced = crate::vm::trace(&capability.program, input, &mut tracer, false);
+    // Only the failing check needs its tests explained: the ones before it held.
+    let explain_from = info.map_or(0, |c| usize::try_from(c.code_start).unwrap_or(0));
+    let traced =
+        crate::vm::trace_from(&capability.program, input, &mut tracer, false, explain_from);
     let reports = match (traced, tracer.failed) {
         (Ok(Outcome::Failed(traced_check)), Some((failed, reports)))
             if traced_check == check && failed == check =>

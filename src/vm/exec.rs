@@ -128,7 +128,7 @@ pub fn run<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
-    execute::<J, Silent>(program, input, &mut Silent, false, &mut steps)
+    execute::<J, Silent>(program, input, &mut Silent, false, 0, &mut steps)
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
@@ -137,7 +137,7 @@ pub fn run_counted<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, &mut steps)?;
+    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, 0, &mut steps)?;
     Ok((outcome, steps))
 }
 
@@ -149,8 +149,29 @@ pub fn trace<'r, J: Json<'r>, T: Tracer>(
     tracer: &mut T,
     keep_going: bool,
 ) -> Result<Outcome, VmError> {
+    trace_from(program, input, tracer, keep_going, 0)
+}
+
+/// [`trace`], explaining only the tests at or after instruction `explain_from`: the ones before
+/// run as on the hot path (no messages, no concrete paths) and the tracer hears only their
+/// `Require`s. For a deny, whose failing check is known from the fast run, the checks before it
+/// held and need no explanation.
+pub fn trace_from<'r, J: Json<'r>, T: Tracer>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    tracer: &mut T,
+    keep_going: bool,
+    explain_from: usize,
+) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
-    execute(program, input, &mut Traced(tracer), keep_going, &mut steps)
+    execute(
+        program,
+        input,
+        &mut Traced(tracer),
+        keep_going,
+        explain_from,
+        &mut steps,
+    )
 }
 
 /// The tracer interface used inside the loop; `Silent` compiles to nothing.
@@ -187,6 +208,7 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     input: &Input<'_, J>,
     sink: &mut S,
     keep_going: bool,
+    explain_from: usize,
     steps: &mut Steps,
 ) -> Result<Outcome, VmError> {
     let program = verified.program();
@@ -234,7 +256,11 @@ fn execute<'r, J: Json<'r>, S: Sink>(
                 return Ok(first_failure.map_or(Outcome::Accepted, Outcome::Failed));
             }
             _ => {
-                let holds = test::<J, S>(program, op, pc, input, sink, steps)?;
+                let holds = if S::EXPLAIN && pc < explain_from {
+                    test::<J, Silent>(program, op, pc, input, &mut Silent, steps)?
+                } else {
+                    test::<J, S>(program, op, pc, input, sink, steps)?
+                };
                 stack.push(holds)?;
             }
         }
