@@ -556,18 +556,13 @@ impl Engine {
     /// The decision of the tape path, or `None` for bytes that must be refused through a full
     /// parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
-        let doc = tape
-            .parse(
-                bytes,
-                self.limits.max_payload_depth + request::PARSE_HEADROOM,
-            )
-            .ok()?;
-        let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
-        let decision = self.decide(&view);
-        if let Some(sink) = &self.audit {
-            self.audit_record(sink.as_ref(), &view, &decision);
-        }
-        Some(decision)
+        self.with_tape_view(tape, bytes, |view| {
+            let decision = self.decide(view);
+            if let Some(sink) = &self.audit {
+                self.audit_record(sink.as_ref(), view, &decision);
+            }
+            decision
+        })
     }
 
     /// The tape path alone, without the full-parse fallback: its decision, or `None` when the
@@ -575,7 +570,17 @@ impl Engine {
     /// it to [`Engine::check`]; embedders call [`Engine::check_slice`].
     #[doc(hidden)]
     pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
-        let mut tape = Tape::new();
+        self.with_tape_view(&mut Tape::new(), bytes, |view| self.decide(view))
+    }
+
+    /// Parses `bytes` into `tape` and reads them as a request for `f`; `None` when they are not
+    /// one the tape path reads (the strict parser then says why).
+    fn with_tape_view<R>(
+        &self,
+        tape: &mut Tape,
+        bytes: &[u8],
+        f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
+    ) -> Option<R> {
         let doc = tape
             .parse(
                 bytes,
@@ -583,7 +588,7 @@ impl Engine {
             )
             .ok()?;
         let view = RequestView::from_tape(doc.root(), self.limits.max_payload_depth).ok()?;
-        Some(self.decide(&view))
+        Some(f(&view))
     }
 
     /// Decides from a full parse into a [`Request`]: the input errors of

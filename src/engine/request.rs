@@ -193,22 +193,14 @@ pub fn parse_strict_json(text: &str) -> Result<Value, String> {
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
 /// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
 pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    // Our seed counts depth itself (below), so serde_json's fixed limit of 128 is lifted.
-    deserializer.disable_recursion_limit();
-    let value = StrictValue {
-        depth_left: max_depth,
-    }
-    .deserialize(&mut deserializer)
-    .map_err(|e| e.to_string())?;
-    deserializer.end().map_err(|e| e.to_string())?;
-    Ok(value)
+    parse_json_slice_with_depth(text.as_bytes(), max_depth)
 }
 
 /// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
 /// refused (outside strings any non-ASCII byte is already a syntax error).
 pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    // Our seed counts depth itself (below), so serde_json's fixed limit of 128 is lifted.
     deserializer.disable_recursion_limit();
     let value = StrictValue {
         depth_left: max_depth,
