@@ -343,10 +343,7 @@ fn test<'r, J: Json<'r>, S: Sink>(
             let path = table(&program.paths, path)?;
             let set = table(&program.sets, set)?;
             (
-                walk!(path, optional, |leaf| set
-                    .values
-                    .iter()
-                    .any(|v| leaf.equals_value(v))),
+                walk!(path, optional, |leaf| leaf.equals_any(&set.values)),
                 Some(path),
             )
         }

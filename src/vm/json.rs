@@ -110,6 +110,21 @@ pub trait Json<'r>: Copy + Debug + 'r {
         }
     }
 
+    /// JSON equality with any of `values` (an `in [...]` set, a schema `enum`). A number is read
+    /// once, not once per value (a tape number is parsed from its text on each read).
+    fn equals_any(self, values: &[Value]) -> bool {
+        if self.kind() == Kind::Number {
+            // A number equals only a number of the same value.
+            let Some(n) = self.as_number() else {
+                return false;
+            };
+            return values.iter().any(
+                |c| matches!(c, Value::Number(m) if cmp_numbers(&n, m) == Some(Ordering::Equal)),
+            );
+        }
+        values.iter().any(|c| self.equals_value(c))
+    }
+
     /// The JSON type's name as messages and JSON Schema say it (`boolean`, `object`, ...).
     fn type_name(self) -> &'static str {
         match self.kind() {
@@ -370,5 +385,34 @@ mod tests {
         }
         assert!(!root.get("a").unwrap().equals_value(&json!([1, 2, "xA"])));
         assert!(!root.get("n").unwrap().equals_value(&json!("0")));
+    }
+
+    #[test]
+    fn equals_any_agrees_with_equals_value_on_each_literal() {
+        let text = br#"{"i":2,"f":2.0,"neg":-0,"s":"2","b":true,"o":{"k":[1]}}"#;
+        let mut tape = Tape::new();
+        let doc = tape.parse(text, 16).unwrap();
+        let value: Value = serde_json::from_slice(text).unwrap();
+        let sets = [
+            json!([1, 2]),
+            json!([2.0, "x"]),
+            json!(["2", 0]),
+            json!([true, {"k": [1]}]),
+            json!([0.0, null]),
+            json!([]),
+        ];
+        for key in ["i", "f", "neg", "s", "b", "o"] {
+            for set in &sets {
+                let set = set.as_array().unwrap();
+                let node = doc.root().get(key).unwrap();
+                let each = set.iter().any(|c| node.equals_value(c));
+                assert_eq!(node.equals_any(set), each, "tape {key} in {set:?}");
+                assert_eq!(
+                    (&value[key]).equals_any(set),
+                    each,
+                    "value {key} in {set:?}"
+                );
+            }
+        }
     }
 }

@@ -77,6 +77,14 @@ impl<'a, 'r, J: Json<'r>> Leaf<'a, J> {
         }
     }
 
+    /// JSON equality with any of `values` (the literals of an `in [...]`).
+    pub fn equals_any(self, values: &[serde_json::Value]) -> bool {
+        match self {
+            Leaf::Json(v) => v.equals_any(values),
+            Leaf::Str(s) => values.iter().any(|c| c.as_str() == Some(s)),
+        }
+    }
+
     /// The value as JSON text for messages, cut to 64 characters.
     pub fn describe(self) -> String {
         match self {

@@ -135,6 +135,13 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
         }
     }
 
+    fn equals_any(self, values: &[Value]) -> bool {
+        match self {
+            Instance::Value(v) => v.equals_any(values),
+            Instance::Name(s) => values.iter().any(|c| c.as_str() == Some(s)),
+        }
+    }
+
     fn quoted(self) -> String {
         match self {
             Instance::Value(v) => v.describe(QUOTE_LIMIT),
@@ -353,7 +360,7 @@ impl<R: Report> Eval<'_, R> {
         if let Some(values) = &schema.enum_values {
             ensure!(
                 self,
-                values.iter().any(|v| instance.equals(v)),
+                instance.equals_any(values),
                 "enum",
                 "value `{}` is not one of {}",
                 instance.quoted(),
