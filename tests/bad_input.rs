@@ -8,10 +8,11 @@
     clippy::indexing_slicing
 )]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use capgate::{
     Decision, Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader, ReasonKind,
@@ -365,23 +366,10 @@ fn control_characters_in_the_resource_are_denied_with_resource() {
 // The CLI: malformed requests, sessions and policies
 // ------------------------------------------------------------------------------------------------
 
-static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+use common::write;
 
-/// A fresh directory under the system temp dir.
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "capgate-bad-input-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
+    common::temp_dir("bad-input")
 }
 
 fn capgate(args: &[&str], stdin: &[u8]) -> Output {

@@ -8,10 +8,11 @@
     clippy::indexing_slicing
 )]
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -42,22 +43,10 @@ skill "s" {
   }
 }"#;
 
-static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+use common::write;
 
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "capgate-cli-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+    common::temp_dir("cli")
 }
 
 /// A temp dir holding the policy; returns (dir, policy path).
@@ -220,7 +209,7 @@ fn check_input_errors_exit_2() {
 #[test]
 fn check_reads_the_request_from_a_file_or_standard_input() {
     let (dir, policy) = setup();
-    let request = write(&dir, "r.json", &get("1").to_string());
+    let request = write(&dir, "r.json", get("1").to_string());
     let output = run(
         &[
             "check",
@@ -468,7 +457,7 @@ fn replay_blank_lines_are_skipped_but_counted() {
     let path = write(
         &dir,
         "s.jsonl",
-        &format!(
+        format!(
             "{}\n\n   \n{}\n",
             json!({"time": IN_HOURS}),
             json!({"begin_transaction": "tx"})

@@ -6,28 +6,19 @@
     clippy::indexing_slicing
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
-
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "capgate-tooling-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::temp_dir("tooling")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.to_str().unwrap().to_owned()
+    common::write(dir, name, text).to_str().unwrap().to_owned()
 }
 
 fn capgate(args: &[&str]) -> Output {

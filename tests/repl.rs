@@ -8,10 +8,11 @@
     clippy::indexing_slicing
 )]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 const POLICY: &str = r#"
@@ -51,16 +52,8 @@ skill "mail" {
 const SEND: &str =
     r#"{"skill": "mail", "operation": "use", "resource": "service:outboundGateway"}"#;
 
-static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
-
 fn temp_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "capgate-repl-{}-{}",
-        std::process::id(),
-        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::temp_dir("repl")
 }
 
 fn policy_file(dir: &Path) -> PathBuf {
