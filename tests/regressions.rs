@@ -72,3 +72,58 @@ fn regression_optional_difference_still_holds_when_only_absent() {
     request.payload = json!({ "end": "2026-12-01T12:00:00Z" });
     assert_eq!(engine.check(&request).decision, Verdict::Allow);
 }
+
+const TOOL_POLICY: &str = r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "x"
+    operations call
+    justification "j"
+  }
+}"#;
+
+#[test]
+fn regression_a_request_given_as_a_json_array_is_refused_not_read_by_position() {
+    // serde's derived `Deserialize` reads a struct from an array by position, where
+    // `deny_unknown_fields` does not apply: this array was decided, and allowed.
+    let engine = engine(TOOL_POLICY);
+    let as_object = br#"{"skill":"s","operation":"call","resource":"tool:x"}"#;
+    assert_eq!(engine.check_slice(as_object).decision, Verdict::Allow);
+    for bytes in [
+        &br#"["s",null,"call","tool:x"]"#[..],
+        &br#" ["s",null,"call","tool:x",null,null,null,null,null,null,null] "#[..],
+    ] {
+        let decision = engine.check_slice(bytes);
+        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+        assert!(Request::from_slice(bytes, &capgate::Limits::DEFAULT).is_err());
+    }
+    let decision = engine.check_value(json!(["s", null, "call", "tool:x"]));
+    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+}
+
+#[test]
+fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
+    // The deny of an over-limit body named its skill by parsing the whole body, which the
+    // size limit is there to prevent; it now names none.
+    let loaded = {
+        let mut loader = PolicyLoader::default();
+        loader.add_text("r.cap", TOOL_POLICY.to_owned(), PolicyFormat::Cap, None);
+        loader.finish().unwrap()
+    };
+    let engine = Engine::builder(loaded)
+        .limits(capgate::Limits {
+            max_request_bytes: 64,
+            ..capgate::Limits::DEFAULT
+        })
+        .build();
+    let body = format!(
+        r#"{{"skill":"s","operation":"call","resource":"tool:x","payload":"{}"}}"#,
+        "x".repeat(100)
+    );
+    let decision = engine.check_slice(body.as_bytes());
+    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+    assert_eq!(&*decision.skill, "");
+}

@@ -196,6 +196,14 @@ impl EngineBuilder {
     }
 }
 
+/// The `skill` a refused request names, for its deny (`""` when it names none).
+fn skill_named(value: &serde_json::Value) -> Arc<str> {
+    value
+        .get("skill")
+        .and_then(|s| s.as_str())
+        .map_or_else(|| Arc::from(""), Arc::from)
+}
+
 /// Every engine's identity, for the per-thread policy snapshots.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -597,12 +605,16 @@ impl Engine {
         match Request::from_slice(bytes, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => {
-                // Best effort to name the skill in the deny; never trusted for anything else.
-                let skill: Arc<str> = std::str::from_utf8(bytes)
-                    .ok()
-                    .and_then(|text| parse_strict_json(text).ok())
-                    .and_then(|v| v.get("skill").and_then(|s| s.as_str()).map(Arc::from))
-                    .unwrap_or_else(|| Arc::from(""));
+                // Best effort to name the skill in the deny; never trusted for anything else. An
+                // over-limit body is not parsed at all (regression: it was, in full, for this).
+                let skill = match e {
+                    RequestError::TooLarge { .. } => Arc::from(""),
+                    _ => parse_json_slice_with_depth(
+                        bytes,
+                        self.limits.max_payload_depth + request::PARSE_HEADROOM,
+                    )
+                    .map_or_else(|_| Arc::from(""), |value| skill_named(&value)),
+                };
                 self.refuse_input(skill, &e)
             }
         }
@@ -611,10 +623,7 @@ impl Engine {
     /// Decides a request given as a parsed JSON value (a session line's `call`): a value that is
     /// not a valid request is denied with reason `input`.
     pub fn check_value(&self, value: serde_json::Value) -> Decision {
-        let skill: Arc<str> = value
-            .get("skill")
-            .and_then(|s| s.as_str())
-            .map_or_else(|| Arc::from(""), Arc::from);
+        let skill = skill_named(&value);
         match Request::from_value(value, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => self.refuse_input(skill, &e),

@@ -93,6 +93,9 @@ impl RequestError {
 /// level too deep is reported as `TooDeep` (a deny) and not as unparseable.
 pub(crate) const PARSE_HEADROOM: usize = 8;
 
+/// Why a request that is not a JSON object is refused.
+const NOT_AN_OBJECT: &str = "a request must be a JSON object";
+
 impl Request {
     /// A request with the required fields and everything else absent.
     pub fn new(
@@ -124,6 +127,15 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
+        // A request is a JSON object. serde's derived `Deserialize` also reads a struct from an
+        // array, by position (`["s",null,"GET","tool:x"]`), where `deny_unknown_fields` does not
+        // apply: refuse that form before it is read (regression: it was decided).
+        let first = bytes
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        if first != Some(&b'{') {
+            return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+        }
         // One pass from bytes to `Request`: serde_json's fixed recursion limit (which would count
         // the request object around the payload) is lifted, and every field that can nest
         // (payload, agent, context, autonomy) is read by `StrictValue` with a depth budget, so the
@@ -143,6 +155,10 @@ impl Request {
     /// rules as [`Request::from_slice`] except duplicate keys, which the caller's parser must
     /// have rejected.
     pub fn from_value(value: Value, limits: &Limits) -> Result<Request, RequestError> {
+        // As in `from_slice`: never read a request from an array by position.
+        if !value.is_object() {
+            return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+        }
         let request: Request =
             serde_json::from_value(value).map_err(|e| RequestError::Malformed(e.to_string()))?;
         request.check_depth(limits)?;
