@@ -240,6 +240,8 @@ struct NameCopies {
 
 /// Slots of [`NameCopies::recent`] (a power of two).
 const RECENT_NAMES: usize = 16;
+/// How far a 64-bit hash is shifted to leave an index below [`RECENT_NAMES`].
+const RECENT_SHIFT: u32 = 64 - RECENT_NAMES.trailing_zeros();
 
 impl LocalNames {
     /// An empty cache, for a snapshot.
@@ -262,7 +264,7 @@ impl LocalNames {
         let key = Arc::as_ptr(name).cast::<u8>() as usize;
         // Fibonacci hashing of the address: its top bits pick the slot, so names allocated a
         // power of two apart do not keep evicting each other.
-        let mixed = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60;
+        let mixed = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> RECENT_SHIFT;
         let Some(slot) = names.recent.get_mut(usize::try_from(mixed).unwrap_or(0)) else {
             return name.clone();
         };

@@ -209,13 +209,22 @@ pub fn parse_strict_json(text: &str) -> Result<Value, String> {
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
 /// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
 pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
-    parse_json_slice_with_depth(text.as_bytes(), max_depth)
+    // From `&str`: serde_json's `StrRead` does not check the UTF-8 of each string again.
+    parse_strict(serde_json::Deserializer::from_str(text), max_depth)
 }
 
 /// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
 /// refused (outside strings any non-ASCII byte is already a syntax error).
 pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    parse_strict(serde_json::Deserializer::from_slice(bytes), max_depth)
+}
+
+/// One JSON value read by `StrictValue` (duplicate keys refused, at most `max_depth` nested
+/// arrays/objects) and nothing after it.
+fn parse_strict<'de, R: serde_json::de::Read<'de>>(
+    mut deserializer: serde_json::Deserializer<R>,
+    max_depth: usize,
+) -> Result<Value, String> {
     // Our seed counts depth itself (below), so serde_json's fixed limit of 128 is lifted.
     deserializer.disable_recursion_limit();
     let value = StrictValue {

@@ -105,33 +105,29 @@ impl<'r> RequestView<'r, NodeRef<'r>> {
             }
         };
         for (key, value) in root.members() {
-            // Request member names never need escapes: they are matched byte for byte, and an
-            // escaped one is decoded first.
-            let name: Cow<'_, [u8]> = match key.unescaped_bytes() {
-                Some(bytes) => Cow::Borrowed(bytes),
-                None => Cow::Owned(key.as_str().ok_or(NotARequest)?.into_owned().into_bytes()),
-            };
+            // Borrowed unless the name has escapes (then decoded, as the strict parser reads it).
+            let name = key.as_str().ok_or(NotARequest)?;
             match &*name {
-                b"skill" => {
+                "skill" => {
                     view.skill = required(value)?;
                     skill = true;
                 }
-                b"operation" => {
+                "operation" => {
                     view.operation = required(value)?;
                     operation = true;
                 }
-                b"resource" => {
+                "resource" => {
                     view.resource = required(value)?;
                     resource = true;
                 }
-                b"skill_hash" => view.skill_hash = optional(value)?,
-                b"transaction" => view.transaction = optional(value)?,
-                b"grant" => view.grant = optional(value)?,
-                b"time" => view.time = optional(value)?,
-                b"payload" => view.payload = nested(value)?,
-                b"agent" => view.agent = nested(value)?,
-                b"context" => view.context = nested(value)?,
-                b"autonomy" => {
+                "skill_hash" => view.skill_hash = optional(value)?,
+                "transaction" => view.transaction = optional(value)?,
+                "grant" => view.grant = optional(value)?,
+                "time" => view.time = optional(value)?,
+                "payload" => view.payload = nested(value)?,
+                "agent" => view.agent = nested(value)?,
+                "context" => view.context = nested(value)?,
+                "autonomy" => {
                     view.autonomy = match value.kind() {
                         Kind::Null => None,
                         _ => Some(nested(value)?),

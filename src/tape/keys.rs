@@ -13,6 +13,7 @@
 //! generation number, so starting a new parse forgets the old entries in O(1) and the set
 //! allocates only when an input needs more slots than any before it.
 
+use super::usize_from;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
@@ -140,9 +141,4 @@ impl KeySet {
         let [a, b, c, d, ..] = hasher.finish().to_le_bytes();
         u32::from_le_bytes([a, b, c, d])
     }
-}
-
-/// A `u32` as a `usize` (lossless on every target capgate builds for).
-fn usize_from(value: u32) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
 }

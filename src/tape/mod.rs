@@ -198,7 +198,7 @@ impl Tape {
         // inside them the scan checked it), so this holds; checking the whole input once lets
         // every string read later borrow by slicing instead of validating its bytes again.
         let text = std::str::from_utf8(bytes).map_err(|e| TapeError {
-            offset: u32::try_from(e.valid_up_to()).unwrap_or(u32::MAX),
+            offset: scan::offset(e.valid_up_to()),
             kind: ErrorKind::InvalidUtf8,
         })?;
         Ok(Doc {
@@ -302,7 +302,8 @@ impl<'t> NodeRef<'t> {
     pub fn as_bool(self) -> Option<bool> {
         match (self.kind(), self.raw()) {
             (Kind::Bool, b"true") => Some(true),
-            (Kind::Bool, _) => Some(false),
+            (Kind::Bool, b"false") => Some(false),
+            // A boolean node always holds one of the two; anything else reads as no boolean.
             _ => None,
         }
     }
@@ -330,14 +331,6 @@ impl<'t> NodeRef<'t> {
         })
     }
 
-    /// The raw text between the quotes of a string without escapes (`None` for anything else):
-    /// for callers that match names byte for byte.
-    #[inline]
-    pub fn unescaped_bytes(self) -> Option<&'t [u8]> {
-        let node = self.node();
-        (node.kind == Kind::String && !node.escaped()).then(|| node.body(self.doc.bytes))
-    }
-
     /// True for a string equal to `other` after decoding; allocates nothing.
     #[inline]
     pub fn str_eq(self, other: &str) -> bool {
@@ -358,7 +351,12 @@ impl<'t> NodeRef<'t> {
         if self.kind() != Kind::Number {
             return None;
         }
-        let text = std::str::from_utf8(self.raw()).ok()?;
+        // A number's text is ASCII inside the document's text: slice it, no UTF-8 check again.
+        let node = self.node();
+        let text = self
+            .doc
+            .text
+            .get(usize_from(node.start)..usize_from(node.end))?;
         Number::from_str(text).ok()
     }
 

@@ -39,7 +39,7 @@ type Fault = (usize, ErrorKind);
 
 /// An offset or index as `u32`; the parser refuses inputs longer than `u32::MAX` up front.
 #[inline(always)]
-fn offset(pos: usize) -> u32 {
+pub(super) fn offset(pos: usize) -> u32 {
     u32::try_from(pos).unwrap_or(u32::MAX)
 }
 

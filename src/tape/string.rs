@@ -10,6 +10,7 @@
 //!   [`decode`] builds the owned string.
 
 use super::ErrorKind;
+use super::usize_from;
 
 /// `0x01` in every byte of a `u64`.
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -121,12 +122,6 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
         at += 1;
     }
     at
-}
-
-/// A `u32` as a `usize` (lossless on every target capgate builds for).
-#[inline(always)]
-fn usize_from(value: u32) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
 }
 
 /// Checks the escape whose backslash is at `pos`; returns the index just after it.
