@@ -55,6 +55,17 @@ impl Default for KeySet {
     }
 }
 
+/// What [`KeySet::insert`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Insert {
+    /// The key is new to its object.
+    New,
+    /// An earlier key of its object decodes the same.
+    Duplicate,
+    /// A node index was out of range (unreachable): the caller refuses the input.
+    Broken,
+}
+
 impl KeySet {
     /// Forgets every key, in O(1) (O(slots) once every 2³² parses).
     pub(super) fn reset(&mut self) {
@@ -66,16 +77,12 @@ impl KeySet {
         }
     }
 
-    /// Adds key node `key` of object node `object`; returns the earlier key of that object that
-    /// decodes to the same string, if there is one (and then adds nothing).
-    pub(super) fn insert(
-        &mut self,
-        object: u32,
-        key: u32,
-        bytes: &[u8],
-        nodes: &[Node],
-    ) -> Option<u32> {
-        let node = nodes.get(usize_from(key))?;
+    /// Adds key node `key` of object node `object`; says whether an earlier key of that object
+    /// decodes to the same string (and then adds nothing).
+    pub(super) fn insert(&mut self, object: u32, key: u32, bytes: &[u8], nodes: &[Node]) -> Insert {
+        let Some(node) = nodes.get(usize_from(key)) else {
+            return Insert::Broken;
+        };
         let hash = self.hash(object, bytes, node);
         if (self.used + 1) * 2 > self.slots.len() {
             self.grow();
@@ -83,7 +90,9 @@ impl KeySet {
         let mask = self.slots.len().wrapping_sub(1);
         let mut index = usize_from(hash) & mask;
         loop {
-            let slot = self.slots.get_mut(index)?;
+            let Some(slot) = self.slots.get_mut(index) else {
+                return Insert::Broken;
+            };
             if slot.generation != self.generation {
                 *slot = Slot {
                     generation: self.generation,
@@ -92,12 +101,14 @@ impl KeySet {
                     hash,
                 };
                 self.used += 1;
-                return None;
+                return Insert::New;
             }
             if slot.object == object && slot.hash == hash {
-                let earlier = nodes.get(usize_from(slot.key))?;
+                let Some(earlier) = nodes.get(usize_from(slot.key)) else {
+                    return Insert::Broken;
+                };
                 if super::keys_equal(bytes, earlier, node) {
-                    return Some(slot.key);
+                    return Insert::Duplicate;
                 }
             }
             index = (index + 1) & mask;

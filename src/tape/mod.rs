@@ -169,6 +169,10 @@ pub enum ErrorKind {
     /// Arrays/objects nest deeper than the limit.
     #[error("json nested too deeply (more than {0} levels)")]
     TooDeep(usize),
+    /// The parser found its own state inconsistent (unreachable by construction). Refused, so
+    /// the strict parser reads the input instead: never a duplicate let through.
+    #[error("internal error: the tape parser's state is inconsistent")]
+    Internal,
 }
 
 /// Reusable buffers for parsing JSON documents onto a tape.

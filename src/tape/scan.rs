@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use super::keys::{KeySet, LINEAR_MEMBERS};
+use super::keys::{Insert, KeySet, LINEAR_MEMBERS};
 use super::string::scan_string;
 use super::{ESCAPED, ErrorKind, Kind, Node, Tape, TapeError, keys_equal, usize_from};
 
@@ -240,12 +240,14 @@ impl Parser<'_> {
     /// Refuses key node `key` when the innermost object already has a key that decodes the same.
     #[inline(always)]
     fn check_duplicate(&mut self, key: usize) -> Result<(), Fault> {
+        // A key is read inside an object, whose frame is on the stack and whose node exists; if
+        // not, the input is refused (the strict parser then reads it), never let through.
         let Some(top) = self.stack.last_mut() else {
-            return Ok(());
+            return Err((self.pos, ErrorKind::Internal));
         };
         let (object, earlier) = (top.node, top.len.saturating_sub(1));
         let Some(new_key) = self.nodes.get(key) else {
-            return Ok(());
+            return Err((self.pos, ErrorKind::Internal));
         };
         if earlier < LINEAR_MEMBERS {
             let bit = if new_key.escaped() {
@@ -260,12 +262,12 @@ impl Parser<'_> {
                 return Ok(());
             }
             for old_key in earlier_keys(&self.nodes, object, earlier) {
-                if self
-                    .nodes
-                    .get(old_key)
-                    .is_some_and(|old| keys_equal(self.bytes, old, new_key))
-                {
-                    return Err(duplicate(self.bytes, &self.nodes, key));
+                match self.nodes.get(old_key) {
+                    Some(old) if keys_equal(self.bytes, old, new_key) => {
+                        return Err(duplicate(self.bytes, &self.nodes, key));
+                    }
+                    Some(_) => {}
+                    None => return Err((self.pos, ErrorKind::Internal)),
                 }
             }
             return Ok(());
@@ -273,16 +275,22 @@ impl Parser<'_> {
         if earlier == LINEAR_MEMBERS {
             // The object just outgrew the linear scan: its (distinct) keys so far go in the set.
             for old_key in earlier_keys(&self.nodes, object, earlier) {
-                self.keys
+                let inserted = self
+                    .keys
                     .insert(object, offset(old_key), self.bytes, &self.nodes);
+                if inserted != Insert::New {
+                    // The earlier keys are distinct (checked one by one as they came).
+                    return Err((self.pos, ErrorKind::Internal));
+                }
             }
         }
         match self
             .keys
             .insert(object, offset(key), self.bytes, &self.nodes)
         {
-            Some(_) => Err(duplicate(self.bytes, &self.nodes, key)),
-            None => Ok(()),
+            Insert::New => Ok(()),
+            Insert::Duplicate => Err(duplicate(self.bytes, &self.nodes, key)),
+            Insert::Broken => Err((self.pos, ErrorKind::Internal)),
         }
     }
 
