@@ -7,6 +7,7 @@
 )]
 
 use capgate::bytecode::index::{CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx};
+use capgate::bytecode::matcher::Matcher;
 use capgate::bytecode::op::Op;
 use capgate::bytecode::program::{
     CheckInfo, CompiledPath, CompiledRegex, JsonRoot, PathAccess, Program,
@@ -57,7 +58,10 @@ fn program(code: Vec<Op>) -> Program {
             path(vec![key("n")], "payload.n"),
         ],
         regexes: vec![CompiledRegex {
-            regex: regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
+            regex: Matcher::new(
+                regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
+                false,
+            ),
             source: "[^@]+@example\\.com".to_owned(),
             case_insensitive: false,
         }],

@@ -34,6 +34,7 @@ use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
+use super::matcher::Matcher;
 use super::op::Op;
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledRegex,
@@ -722,7 +723,7 @@ impl<'a> Reader<'a> {
             .build()
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {
-            regex,
+            regex: Matcher::new(regex, case_insensitive),
             source,
             case_insensitive,
         })
@@ -864,7 +865,10 @@ impl<'a> Reader<'a> {
             .size_limit(SCHEMA_REGEX_SIZE_LIMIT)
             .build()
             .map_err(|e| self.malformed(format!("pattern `{source}` does not compile: {e}")))?;
-        Ok(SchemaPattern { source, regex })
+        Ok(SchemaPattern {
+            source,
+            regex: Matcher::new(regex, false),
+        })
     }
 
     fn schema_node(&mut self, count: usize) -> Result<SchemaNode, CapcError> {

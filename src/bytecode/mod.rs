@@ -15,6 +15,7 @@ pub mod decode;
 pub mod disasm;
 pub mod encode;
 pub mod index;
+pub mod matcher;
 pub mod op;
 pub mod program;
 pub mod resource;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::matcher::Matcher;
 use super::op::Op;
 use super::resource::ResourcePattern;
 use super::schema::SchemaProgram;
@@ -94,8 +95,8 @@ impl CompiledPath {
 /// A whole-value regex, compiled once.
 #[derive(Debug, Clone)]
 pub struct CompiledRegex {
-    /// The anchored regex (`^(?:source)$`).
-    pub regex: regex::Regex,
+    /// The anchored regex (`^(?:source)$`), with its shortcut when it has one.
+    pub regex: Matcher,
     /// The pattern as written, for messages.
     pub source: String,
     /// The `i` flag.

@@ -17,6 +17,8 @@ use std::fmt;
 
 use serde_json::{Number, Value};
 
+use super::matcher::Matcher;
+
 /// Default cap on nested subschema evaluations (each evaluated subschema is one level).
 /// A payload at the 128-level nesting limit (SPEC §7) leaves room for four subschemas per
 /// payload level; the bound also keeps the recursion well inside a 2 MiB thread stack.
@@ -357,8 +359,9 @@ pub struct Condition {
 pub struct SchemaPattern {
     /// The pattern as written in the schema (for messages).
     pub source: String,
-    /// The compiled regex (ECMA-262 `\d \w \D \W` rewritten to ASCII classes).
-    pub regex: regex::Regex,
+    /// The compiled regex (ECMA-262 `\d \w \D \W` rewritten to ASCII classes), with its
+    /// shortcut when it has one.
+    pub regex: Matcher,
 }
 
 /// The JSON types a `type` keyword allows, as a bit set.

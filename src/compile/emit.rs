@@ -13,6 +13,7 @@ use crate::bytecode::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
+use crate::bytecode::matcher::Matcher;
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledPath, CompiledRegex, JsonRoot, PathAccess,
@@ -491,7 +492,7 @@ impl<'a> Emitter<'a> {
             Ok(regex) => {
                 let n = self.program.regexes.len();
                 self.program.regexes.push(CompiledRegex {
-                    regex,
+                    regex: Matcher::new(regex, case_insensitive),
                     source: source.to_owned(),
                     case_insensitive,
                 });

@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
+use crate::bytecode::matcher::Matcher;
 use crate::bytecode::schema::{
     Condition, ContainsRule, DEFAULT_SCHEMA_DEPTH_LIMIT, DEFAULT_SCHEMA_STEP_LIMIT, Decimal,
     Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, SchemaType,
@@ -502,7 +503,7 @@ impl Compiler {
         {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
-                regex,
+                regex: Matcher::new(regex, false),
             }),
             Err(error) => {
                 let (reason, help) = regex_error_reason(&error);

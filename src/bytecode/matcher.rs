@@ -1,0 +1,302 @@
+//! A compiled regex, with a shortcut for the patterns that are simple enough not to need the
+//! regex engine.
+//!
+//! Most patterns in capability manifests have one shape: a fixed prefix, one run of characters
+//! from a single class, a fixed suffix, anchored at both ends — `[^@]+@example\.com`,
+//! `INV-[0-9]{6}`, `[a-z0-9-]{1,63}`. For those, [`Matcher::is_match`] strips the literals and
+//! checks the run directly: a few instructions per character instead of a search through the
+//! regex crate's lazy DFA. The pattern's syntax tree (from `regex-syntax`, the parser the regex
+//! crate itself uses, with the same options) decides whether the shortcut applies; anything it
+//! does not recognise — alternation, nested repetition, look-around other than the text
+//! anchors, multi-line anchors, byte classes — goes to the compiled [`regex::Regex`], which is
+//! always kept. The shortcut answers exactly what the regex answers (property tests hold them
+//! together).
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// A compiled regex; answers [`Matcher::is_match`] without the regex engine when it can.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    regex: regex::Regex,
+    shortcut: Option<Shortcut>,
+}
+
+impl Matcher {
+    /// Wraps `regex`, built with the `i` flag set to `case_insensitive` (and otherwise the
+    /// regex crate's defaults), and works out whether its pattern has a shortcut.
+    pub fn new(regex: regex::Regex, case_insensitive: bool) -> Self {
+        let shortcut = regex_syntax::ParserBuilder::new()
+            .case_insensitive(case_insensitive)
+            .build()
+            .parse(regex.as_str())
+            .ok()
+            .and_then(|hir| Shortcut::from_hir(&hir));
+        Matcher { regex, shortcut }
+    }
+
+    /// True when the pattern matches somewhere in `text` (the regex crate's `is_match`).
+    #[inline]
+    pub fn is_match(&self, text: &str) -> bool {
+        match &self.shortcut {
+            Some(shortcut) => shortcut.is_match(text),
+            None => self.regex.is_match(text),
+        }
+    }
+
+    /// The pattern the regex was compiled from.
+    pub fn as_str(&self) -> &str {
+        self.regex.as_str()
+    }
+
+    /// True when [`Matcher::is_match`] answers without the regex engine.
+    pub fn has_shortcut(&self) -> bool {
+        self.shortcut.is_some()
+    }
+}
+
+/// A pattern of the form `prefix run suffix`, anchored at both ends, or a bare literal with any
+/// anchoring.
+#[derive(Debug, Clone)]
+enum Shortcut {
+    /// `^prefix run suffix$`, where `run` is optional.
+    Anchored {
+        prefix: Box<str>,
+        run: Option<Run>,
+        suffix: Box<str>,
+    },
+    /// A literal that must start the text (`^lit`), end it (`lit$`), or occur in it (`lit`).
+    Literal { text: Box<str>, anchors: Anchors },
+}
+
+/// Which end of the text a literal-only pattern is tied to (both is [`Shortcut::Anchored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchors {
+    Start,
+    End,
+    Neither,
+}
+
+/// `min..=max` characters, each from one class.
+#[derive(Debug, Clone)]
+struct Run {
+    class: CharSet,
+    min: u32,
+    max: Option<u32>,
+}
+
+/// A set of characters: a bitmap for ASCII, sorted disjoint ranges above it.
+#[derive(Debug, Clone)]
+struct CharSet {
+    ascii: u128,
+    wide: Box<[(char, char)]>,
+}
+
+impl Shortcut {
+    fn from_hir(hir: &Hir) -> Option<Shortcut> {
+        let mut parts: Vec<&Hir> = Vec::new();
+        flatten(hir, &mut parts);
+        let start = matches!(
+            parts.first().map(|h| h.kind()),
+            Some(HirKind::Look(Look::Start))
+        );
+        if start {
+            parts.remove(0);
+        }
+        let end = matches!(
+            parts.last().map(|h| h.kind()),
+            Some(HirKind::Look(Look::End))
+        );
+        if end {
+            parts.pop();
+        }
+        let mut parts = parts.into_iter().peekable();
+        let prefix = parts.next_if(|h| literal(h).is_some()).and_then(literal);
+        let run = parts
+            .next_if(|h| Run::from_hir(h).is_some())
+            .and_then(Run::from_hir);
+        let suffix = parts.next_if(|h| literal(h).is_some()).and_then(literal);
+        if parts.next().is_some() {
+            return None;
+        }
+        let prefix = prefix.unwrap_or_default();
+        let suffix = suffix.unwrap_or_default();
+        if start && end {
+            return Some(Shortcut::Anchored {
+                prefix: prefix.into(),
+                run,
+                suffix: suffix.into(),
+            });
+        }
+        // Without both anchors only a lone, non-empty literal is taken: a run's length would no
+        // longer be pinned by the ends of the text.
+        if run.is_some() || !suffix.is_empty() || prefix.is_empty() {
+            return None;
+        }
+        let anchors = match (start, end) {
+            (true, _) => Anchors::Start,
+            (false, true) => Anchors::End,
+            (false, false) => Anchors::Neither,
+        };
+        Some(Shortcut::Literal {
+            text: prefix.into(),
+            anchors,
+        })
+    }
+
+    #[inline]
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            Shortcut::Anchored {
+                prefix,
+                run,
+                suffix,
+            } => {
+                // Both ends are pinned, so the split is forced: the prefix, then the suffix at
+                // the very end, then the run is whatever lies between.
+                let Some(middle) = strip(text, prefix, suffix) else {
+                    return false;
+                };
+                match run {
+                    Some(run) => run.is_match(middle),
+                    None => middle.is_empty(),
+                }
+            }
+            Shortcut::Literal { text: lit, anchors } => match anchors {
+                Anchors::Start => text.starts_with(&**lit),
+                Anchors::End => text.ends_with(&**lit),
+                Anchors::Neither => text.contains(&**lit),
+            },
+        }
+    }
+}
+
+/// `text` without `prefix` at its start and then `suffix` at its end, or `None` when it does
+/// not have them. Compares bytes in line: these literals are short, and a call to `memcmp` for
+/// each costs more than the comparison.
+#[inline]
+fn strip<'t>(text: &'t str, prefix: &str, suffix: &str) -> Option<&'t str> {
+    let bytes = text.as_bytes();
+    let end = bytes.len().checked_sub(suffix.len())?;
+    let head = bytes.get(..prefix.len())?;
+    let tail = bytes.get(end..)?;
+    if end < prefix.len() || !same(head, prefix.as_bytes()) || !same(tail, suffix.as_bytes()) {
+        return None;
+    }
+    // Both literals are whole UTF-8 sequences, so both cuts are on character boundaries.
+    text.get(prefix.len()..end)
+}
+
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// The concatenated parts of `hir`, with capture groups (which do not change what matches)
+/// opened.
+fn flatten<'h>(hir: &'h Hir, parts: &mut Vec<&'h Hir>) {
+    match hir.kind() {
+        HirKind::Concat(subs) => subs.iter().for_each(|sub| flatten(sub, parts)),
+        HirKind::Capture(capture) => flatten(&capture.sub, parts),
+        _ => parts.push(hir),
+    }
+}
+
+/// The text of a literal part (UTF-8: in Unicode mode literals always are).
+fn literal(hir: &Hir) -> Option<String> {
+    match hir.kind() {
+        HirKind::Literal(lit) => String::from_utf8(lit.0.to_vec()).ok(),
+        _ => None,
+    }
+}
+
+impl Run {
+    fn from_hir(hir: &Hir) -> Option<Run> {
+        match hir.kind() {
+            HirKind::Repetition(rep) => Some(Run {
+                class: CharSet::from_hir(&rep.sub)?,
+                min: rep.min,
+                max: rep.max,
+            }),
+            // A lone class is a run of exactly one.
+            HirKind::Class(_) => Some(Run {
+                class: CharSet::from_hir(hir)?,
+                min: 1,
+                max: Some(1),
+            }),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn is_match(&self, text: &str) -> bool {
+        let max = self.max.map_or(u64::MAX, u64::from);
+        let mut count: u64 = 0;
+        for c in text.chars() {
+            count += 1;
+            if count > max || !self.class.contains(c) {
+                return false;
+            }
+        }
+        count >= u64::from(self.min)
+    }
+}
+
+impl CharSet {
+    /// The set of a Unicode class, or of a one-character literal (`a*`); `None` for byte
+    /// classes and longer literals.
+    fn from_hir(hir: &Hir) -> Option<CharSet> {
+        let ranges: Vec<(char, char)> = match hir.kind() {
+            HirKind::Class(Class::Unicode(class)) => class
+                .ranges()
+                .iter()
+                .map(|r| (r.start(), r.end()))
+                .collect(),
+            HirKind::Literal(_) => {
+                let text = literal(hir)?;
+                let mut chars = text.chars();
+                let (Some(c), None) = (chars.next(), chars.next()) else {
+                    return None;
+                };
+                vec![(c, c)]
+            }
+            _ => return None,
+        };
+        let mut set = CharSet {
+            ascii: 0,
+            wide: Box::default(),
+        };
+        let mut wide = Vec::new();
+        for (start, end) in ranges {
+            for c in u32::from(start)..=u32::from(end).min(0x7f) {
+                set.ascii |= 1 << c;
+            }
+            if u32::from(end) > 0x7f {
+                wide.push((start.max('\u{80}'), end));
+            }
+        }
+        set.wide = wide.into();
+        Some(set)
+    }
+
+    #[inline]
+    fn contains(&self, c: char) -> bool {
+        let c32 = u32::from(c);
+        if c32 < 0x80 {
+            return self.ascii & (1 << c32) != 0;
+        }
+        self.wide
+            .binary_search_by(|&(start, end)| {
+                if end < c {
+                    std::cmp::Ordering::Less
+                } else if start > c {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests;

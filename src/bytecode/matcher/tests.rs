@@ -1,0 +1,164 @@
+use proptest::prelude::*;
+
+use super::Matcher;
+
+fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
+    let regex = regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+        .unwrap_or_else(|e| panic!("`{pattern}` must compile: {e}"));
+    Matcher::new(regex, case_insensitive)
+}
+
+/// Asserts the shortcut is (or is not) taken, and that it answers as the regex does on `texts`.
+fn check(pattern: &str, shortcut: bool, texts: &[&str]) {
+    let m = matcher(pattern, false);
+    assert_eq!(m.has_shortcut(), shortcut, "shortcut for `{pattern}`");
+    for text in texts {
+        assert_eq!(
+            m.is_match(text),
+            m.regex.is_match(text),
+            "`{pattern}` on {text:?}"
+        );
+    }
+}
+
+const TEXTS: &[&str] = &[
+    "",
+    "a",
+    "@",
+    "alice@example.com",
+    "@example.com",
+    "eve@evil.com",
+    "a@b@example.com",
+    "alice@example.comx",
+    "xalice@example.com",
+    "INV-123456",
+    "INV-12345",
+    "INV-1234567",
+    "inv-123456",
+    "é@example.com",
+    "\n@example.com",
+    "日本@example.com",
+    "ab",
+    "aab",
+    "abab",
+];
+
+#[test]
+fn the_usual_anchored_shapes_take_the_shortcut() {
+    for pattern in [
+        r"^(?:[^@]+@example\.com)$",
+        r"^[^@]+@example\.com$",
+        r"^INV-[0-9]{6}$",
+        r"^(?:[a-z0-9-]{1,63})$",
+        r"^a*b$",
+        r"^(a)b$",
+        // One-character alternatives are a class.
+        r"^(?:a|b)$",
+        r"^\d+$",
+        r"^.*$",
+        r"^$",
+        r"^exact$",
+        r"\A[a-z]+\z",
+    ] {
+        check(pattern, true, TEXTS);
+    }
+}
+
+#[test]
+fn lone_literals_take_the_shortcut_with_any_anchoring() {
+    for pattern in ["^INV-", r"example\.com$", r"@example\.com", "é"] {
+        check(pattern, true, TEXTS);
+    }
+}
+
+#[test]
+fn other_shapes_go_to_the_regex_engine() {
+    for pattern in [
+        "",
+        "^",
+        "a|b",
+        "^(?:ab|b)$",
+        "^[a-z]+",
+        "[a-z]+$",
+        "[a-z]",
+        "^(ab)+$",
+        "^a+b+$",
+        r"^\bword\b$",
+        "(?m)^a$",
+        "(?-u:[a-z])",
+        "^^a$",
+        "^(?i)ab$",
+    ] {
+        check(pattern, false, TEXTS);
+    }
+}
+
+#[test]
+fn the_case_insensitive_flag_is_parsed_as_the_regex_was_built() {
+    // With `i`, `abc` becomes three classes: no shortcut, and the regex answers.
+    let m = matcher("^(?:abc)$", true);
+    assert!(!m.has_shortcut());
+    assert!(m.is_match("ABC"));
+    // A run of a case-folded class still takes it.
+    let m = matcher("^(?:[a-c]+)$", true);
+    assert!(m.has_shortcut());
+    assert!(m.is_match("AbC"));
+    assert!(!m.is_match("abd"));
+}
+
+/// Patterns of every recognised shape, and some near misses, from a small alphabet so that
+/// generated texts often match.
+fn pattern() -> impl Strategy<Value = String> {
+    let literal = prop::collection::vec(
+        prop::sample::select(vec!["a", "b", "@", ".", "é", "日"]),
+        0..3,
+    )
+    .prop_map(|parts| regex::escape(&parts.concat()));
+    let class = prop::sample::select(vec![
+        "[a-b]", "[^@]", ".", r"\d", "[é日]", "[^a]", "a", "é", r"\w", "(?s:.)",
+    ]);
+    let repeat = prop::sample::select(vec!["", "*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"]);
+    let start = prop::sample::select(vec!["", "^", r"\A"]);
+    let end = prop::sample::select(vec!["", "$", r"\z"]);
+    (
+        start,
+        literal.clone(),
+        prop::option::of((class, repeat)),
+        literal,
+        end,
+    )
+        .prop_map(|(start, prefix, run, suffix, end)| {
+            let run = run.map_or(String::new(), |(class, repeat)| format!("{class}{repeat}"));
+            format!("{start}{prefix}{run}{suffix}{end}")
+        })
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!['a', 'b', '@', '.', 'é', '日', '1', '\n', 'Z']),
+        0..8,
+    )
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn the_shortcut_answers_as_the_regex_does(
+        pattern in pattern(),
+        case_insensitive in any::<bool>(),
+        texts in prop::collection::vec(text(), 1..16),
+    ) {
+        let m = matcher(&pattern, case_insensitive);
+        for text in &texts {
+            prop_assert_eq!(
+                m.is_match(text),
+                m.regex.is_match(text),
+                "`{}` (i = {}) on {:?}", pattern, case_insensitive, text
+            );
+        }
+    }
+}
