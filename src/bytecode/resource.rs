@@ -575,6 +575,14 @@ pub(crate) fn find_byte(text: &str, byte: u8) -> Option<usize> {
     text.bytes().position(|b| b == byte)
 }
 
+/// Byte equality by a plain loop, for the same reason as [`find_byte`]: the literals compared on
+/// the decision path (segments, pattern affixes) are short, and a `memcmp` call for each costs
+/// more than the comparison.
+#[inline]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Splits `text` at every `byte` (ASCII), like `str::split` with a `char`, by a plain loop.
 pub(crate) fn split_byte(text: &str, byte: u8) -> SplitByte<'_> {
     SplitByte {

@@ -17,9 +17,8 @@ use std::fmt;
 
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
-    HOST_BYTES, HostByte, HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme,
-    SegmentPattern, check_host, find_byte, is_dot_segment, parse_port, quote, split_byte,
-    split_port,
+    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, bytes_eq,
+    check_host, find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
 };
 
 /// Which part of a resource a problem is in.
@@ -292,73 +291,62 @@ impl<'a> RequestResource<'a> {
     fn parse_plain_http(text: &'a str) -> Option<RequestResource<'a>> {
         let (scheme, rest) = Scheme::strip_prefix(text)?;
         let bytes = rest.as_bytes();
-        // The authority: host labels of `[A-Za-z0-9_-]` separated by single dots, then an
-        // optional `:port`; it ends at `/`, `?` or the end.
+        // The host: labels of `[A-Za-z0-9_-]` separated by single dots.
         let mut at = 0;
-        let mut label_len = 0usize;
-        let mut colon = None;
-        while let Some(&b) = bytes.get(at) {
-            match b {
-                b'/' | b'?' => break,
-                b':' if colon.is_none() => colon = Some(at),
-                b'0'..=b'9' if colon.is_some() => {}
-                _ if colon.is_some() => return None,
-                _ => match HOST_BYTES.get(usize::from(b)).copied()? {
-                    HostByte::Label => label_len += 1,
-                    HostByte::Dot if label_len > 0 => label_len = 0,
-                    HostByte::Dot | HostByte::Other => return None,
-                },
+        loop {
+            let label = at;
+            at = run_end(bytes, at, HOST_LABEL);
+            if at == label {
+                return None;
+            }
+            if bytes.get(at) != Some(&b'.') {
+                break;
             }
             at += 1;
         }
-        if label_len == 0 {
-            return None;
-        }
-        let authority = rest.get(..at)?;
-        let (host, port) = match colon {
-            Some(colon) => (
-                authority.get(..colon)?,
-                parse_port(authority.get(colon + 1..)?)?,
-            ),
-            None => (authority, scheme.default_port()),
+        let host = rest.get(..at)?;
+        // An optional `:port` of decimal digits.
+        let port = if bytes.get(at) == Some(&b':') {
+            let digits = at + 1;
+            at = run_end(bytes, digits, DIGIT);
+            parse_port(rest.get(digits..at)?)?
+        } else {
+            scheme.default_port()
         };
-        // The path after its `/`: plain bytes, no empty segment but the last, no dot segment.
+        // The path after its `/`: segments of plain bytes, none empty but the last, none a dot
+        // segment.
         let mut path = "";
-        let mut query = None;
         if bytes.get(at) == Some(&b'/') {
             let start = at + 1;
-            let mut segment = start;
             at = start;
             loop {
-                let b = bytes.get(at).copied();
-                if matches!(b, None | Some(b'/' | b'?')) {
-                    let text = rest.get(segment..at)?;
-                    let last = b != Some(b'/');
-                    if (text.is_empty() && !last) || is_dot_segment(text) {
-                        return None;
-                    }
-                    if last {
-                        break;
-                    }
-                    segment = at + 1;
-                } else if !PLAIN.get(usize::from(b?)).copied()? {
+                let segment = at;
+                at = run_end(bytes, at, SEGMENT);
+                let last = bytes.get(at) != Some(&b'/');
+                let text = rest.get(segment..at)?;
+                if (text.is_empty() && !last) || is_dot_segment(text) {
                     return None;
+                }
+                if last {
+                    break;
                 }
                 at += 1;
             }
             path = rest.get(start..at)?;
         }
-        // The query after its `?`: plain bytes (so every component decodes as it is).
-        if bytes.get(at) == Some(&b'?') {
-            let tail = rest.get(at + 1..)?;
-            if !tail
-                .bytes()
-                .all(|b| PLAIN.get(usize::from(b)).copied().unwrap_or(false))
-            {
-                return None;
+        // Then the end, or a query of plain bytes (so every component decodes as it is);
+        // any other byte is for the general parser.
+        let query = match bytes.get(at) {
+            None => None,
+            Some(b'?') => {
+                let tail = rest.get(at + 1..)?;
+                if !tail.bytes().all(|b| url_class(b) & QUERY != 0) {
+                    return None;
+                }
+                Some(tail)
             }
-            query = Some(tail);
-        }
+            Some(_) => return None,
+        };
         Some(RequestResource {
             text,
             kind: ResourceKind::Http,
@@ -608,6 +596,58 @@ const PLAIN: [bool; 256] = {
     table
 };
 
+/// [`URL_CLASSES`] bit: a host label byte, `[A-Za-z0-9_-]`.
+const HOST_LABEL: u8 = 1;
+/// [`URL_CLASSES`] bit: a [`PLAIN`] byte other than `/` and `?`, i.e. inside a plain segment.
+const SEGMENT: u8 = 2;
+/// [`URL_CLASSES`] bit: a [`PLAIN`] byte, i.e. anywhere in a plain query.
+const QUERY: u8 = 4;
+/// [`URL_CLASSES`] bit: an ASCII digit.
+const DIGIT: u8 = 8;
+
+/// The classes of every byte for the plain-http fast path, one table load per byte.
+#[expect(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
+)]
+const URL_CLASSES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'-' || c == b'_' {
+            table[b] |= HOST_LABEL;
+        }
+        if c.is_ascii_digit() {
+            table[b] |= DIGIT;
+        }
+        if PLAIN[b] {
+            table[b] |= QUERY;
+            if c != b'/' && c != b'?' {
+                table[b] |= SEGMENT;
+            }
+        }
+        b += 1;
+    }
+    table
+};
+
+#[inline(always)]
+fn url_class(b: u8) -> u8 {
+    URL_CLASSES.get(usize::from(b)).copied().unwrap_or(0)
+}
+
+/// The end of the run of bytes from `at` whose class has a bit of `mask`.
+#[inline(always)]
+fn run_end(bytes: &[u8], at: usize, mask: u8) -> usize {
+    at + bytes.get(at..).map_or(0, |rest| {
+        rest.iter()
+            .take_while(|&&b| url_class(b) & mask != 0)
+            .count()
+    })
+}
+
 /// [`validate_path`] for a path of plain bytes: no escapes to decode.
 fn validate_plain_path(path: &str) -> Result<(), ResourceRejection> {
     let mut segments = split_byte(path, b'/').peekable();
@@ -713,7 +753,9 @@ impl<'a> Bindings<'a> {
     }
 
     fn reset(&mut self, slots: usize) {
-        for place in &mut self.inline {
+        // INVARIANT (bindings-tail): slots at or past `len` are `None` (`set` writes only below
+        // `len`), so only the last match's slots need clearing.
+        for place in self.inline.iter_mut().take(self.len) {
             *place = None;
         }
         self.spill.clear();
@@ -775,7 +817,9 @@ impl ResourcePattern {
             };
             let ok = match pattern {
                 // A plain request has no escapes: its segments are their own decoding.
-                SegmentPattern::Literal(literal) if plain => segment == literal,
+                SegmentPattern::Literal(literal) if plain => {
+                    bytes_eq(segment.as_bytes(), literal.as_bytes())
+                }
                 SegmentPattern::Literal(literal) => percent::decoded_eq(segment, false, literal),
                 SegmentPattern::Any => !segment.is_empty(),
                 SegmentPattern::Bind(slot) if plain => {
@@ -873,6 +917,41 @@ mod tests {
             let text = format!("{scheme}{rest}");
             if let Some(fast) = RequestResource::parse_plain_http(&text) {
                 prop_assert_eq!(Ok(fast), general(&text));
+            }
+        }
+
+        /// The same on URL-shaped input, where the fast path usually answers: hosts with odd
+        /// labels, ports, dot and empty segments, `;` parameters, queries, and stray bytes.
+        #[test]
+        fn the_fast_path_agrees_with_the_general_parser_on_url_shapes(
+            scheme in prop::sample::select(vec!["http://", "https://", "HTTPS://"]),
+            labels in prop::collection::vec(r"[a-zA-Z0-9_-]{0,4}|\.|[@%:\[\]]", 0..4),
+            port in prop::option::of(r"[0-9]{0,6}|:|x"),
+            segments in prop::collection::vec(
+                prop::sample::select(vec![
+                    "", ".", "..", ".;x", "..;", "a", "v3", "a.b", ".a", "x;y", "%2e", "%41",
+                    "a b", "a?b", "a#b", "é", "~!$&'()*+,;=:", "\\",
+                ]),
+                0..5,
+            ),
+            slash in any::<bool>(),
+            query in prop::option::of(r"[a-z0-9=&;%/?#]{0,8}"),
+        ) {
+            let mut text = format!("{scheme}{}", labels.join("."));
+            if let Some(port) = port {
+                text.push(':');
+                text.push_str(&port);
+            }
+            if slash || !segments.is_empty() {
+                text.push('/');
+            }
+            text.push_str(&segments.join("/"));
+            if let Some(query) = query {
+                text.push('?');
+                text.push_str(&query);
+            }
+            if let Some(fast) = RequestResource::parse_plain_http(&text) {
+                prop_assert_eq!(Ok(fast), general(&text), "{}", text);
             }
         }
     }
