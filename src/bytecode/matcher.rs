@@ -229,15 +229,36 @@ impl Run {
 
     #[inline]
     fn is_match(&self, text: &str) -> bool {
-        let max = self.max.map_or(u64::MAX, u64::from);
-        let mut count: u64 = 0;
-        for c in text.chars() {
-            count += 1;
-            if count > max || !self.class.contains(c) {
+        let bytes = text.as_bytes();
+        // ASCII, the usual case: one bit test per byte, and the length is the count.
+        match bytes.iter().position(|&b| !self.class.contains_ascii(b)) {
+            None => self.count_allowed(bytes.len()),
+            Some(at) if bytes.get(at).is_some_and(|&b| b >= 0x80) => self.is_match_wide(text, at),
+            Some(_) => false,
+        }
+    }
+
+    /// [`Run::is_match`] from the first non-ASCII byte, at `at`: every character before it is
+    /// ASCII and in the class.
+    #[cold]
+    fn is_match_wide(&self, text: &str, at: usize) -> bool {
+        let Some(rest) = text.get(at..) else {
+            return false;
+        };
+        let mut count = at;
+        for c in rest.chars() {
+            if !self.class.contains(c) {
                 return false;
             }
+            count += 1;
         }
-        count >= u64::from(self.min)
+        self.count_allowed(count)
+    }
+
+    #[inline]
+    fn count_allowed(&self, count: usize) -> bool {
+        let count = u64::try_from(count).unwrap_or(u64::MAX);
+        count >= u64::from(self.min) && self.max.is_none_or(|max| count <= u64::from(max))
     }
 }
 
@@ -276,6 +297,12 @@ impl CharSet {
         }
         set.wide = wide.into();
         Some(set)
+    }
+
+    /// True for an ASCII byte in the set; false for every byte ≥ 0x80 (not a character).
+    #[inline]
+    fn contains_ascii(&self, b: u8) -> bool {
+        b < 0x80 && self.ascii & (1 << b) != 0
     }
 
     #[inline]
