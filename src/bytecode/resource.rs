@@ -128,6 +128,11 @@ pub struct ResourcePattern {
     /// The template ends in `**`: one or more further non-empty segments.
     rest: bool,
     bindings: Vec<String>,
+    /// The leading literal segments a plain request's path must start with, each followed by
+    /// its `/` (derived from `segments`; see [`plain_prefix`]).
+    plain_prefix: String,
+    /// How many segments [`ResourcePattern::plain_prefix`] stands for.
+    prefix_segments: usize,
 }
 
 impl ResourcePattern {
@@ -145,6 +150,7 @@ impl ResourcePattern {
             (None, compile_locator_prefix(kind, locator)?)
         };
         let (segments, rest, bindings) = compile_path(path)?;
+        let (plain_prefix, prefix_segments) = plain_prefix(&segments, rest);
         // INVARIANT (pattern-shape): origin iff http; compile_path upholds the rest.
         Ok(ResourcePattern {
             kind,
@@ -153,6 +159,8 @@ impl ResourcePattern {
             segments,
             rest,
             bindings,
+            plain_prefix,
+            prefix_segments,
         })
     }
 
@@ -195,6 +203,42 @@ impl ResourcePattern {
     pub(crate) fn has_rest(&self) -> bool {
         self.rest
     }
+
+    /// The text a plain request's path must start with, and the segments it stands for.
+    pub(crate) fn plain_prefix(&self) -> (&str, usize) {
+        (&self.plain_prefix, self.prefix_segments)
+    }
+}
+
+/// The leading literal segments of a template joined as `a/b/`, and how many they are: each one
+/// non-empty and made only of bytes a plain request segment can hold (so it never holds a `/`),
+/// and followed by another segment or `**` (the last segment is left to the segment loop, which
+/// checks that nothing follows it). A plain request matches those segments exactly when its path
+/// starts with this text.
+fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
+    let eligible = if rest {
+        segments.len()
+    } else {
+        segments.len().saturating_sub(1)
+    };
+    let mut prefix = String::new();
+    let mut count = 0;
+    for segment in segments.iter().take(eligible) {
+        match segment {
+            SegmentPattern::Literal(text)
+                if !text.is_empty()
+                    && text
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:".contains(&b)) =>
+            {
+                prefix.push_str(text);
+                prefix.push('/');
+                count += 1;
+            }
+            _ => break,
+        }
+    }
+    (prefix, count)
 }
 
 impl fmt::Display for ResourcePattern {
@@ -878,7 +922,10 @@ mod tests {
             }
             let mut longer = a.clone();
             longer.push(b'z');
-            assert!(!bytes_eq(&a, &longer) && !bytes_eq(&longer, &a), "len {len}");
+            assert!(
+                !bytes_eq(&a, &longer) && !bytes_eq(&longer, &a),
+                "len {len}"
+            );
         }
     }
 }

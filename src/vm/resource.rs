@@ -810,8 +810,23 @@ impl ResourcePattern {
     }
 
     fn path_matches<'a>(&self, path: &'a str, plain: bool, bindings: &mut Bindings<'a>) -> bool {
+        // A plain request's leading literal segments compare as one block of text.
+        let (prefix, covered) = self.plain_prefix();
+        let (patterns, path) = if plain && covered > 0 {
+            let head = path.as_bytes().get(..prefix.len());
+            match (self.segments().get(covered..), path.get(prefix.len()..)) {
+                (Some(patterns), Some(rest))
+                    if head.is_some_and(|head| bytes_eq(head, prefix.as_bytes())) =>
+                {
+                    (patterns, rest)
+                }
+                _ => return false,
+            }
+        } else {
+            (self.segments(), path)
+        };
         let mut segments = split_byte(path, b'/');
-        for pattern in self.segments() {
+        for pattern in patterns {
             let Some(segment) = segments.next() else {
                 return false;
             };
@@ -847,7 +862,10 @@ impl ResourcePattern {
 
 fn host_matches(pattern: &HostPattern, host: &str) -> bool {
     match pattern {
-        HostPattern::Exact(exact) => exact.eq_ignore_ascii_case(host),
+        // The pattern is lower-cased; a lower-case request host is equal byte for byte.
+        HostPattern::Exact(exact) => {
+            bytes_eq(exact.as_bytes(), host.as_bytes()) || exact.eq_ignore_ascii_case(host)
+        }
         HostPattern::Suffix(suffix) => {
             // The suffix starts with `.`, and request hosts have no empty labels, so a longer
             // host ending in it has at least one label before it: the apex never matches.
@@ -917,6 +935,62 @@ mod tests {
             let text = format!("{scheme}{rest}");
             if let Some(fast) = RequestResource::parse_plain_http(&text) {
                 prop_assert_eq!(Ok(fast), general(&text));
+            }
+        }
+
+        /// A plain request matches a template exactly as the general (percent-decoding)
+        /// segment comparison says: the literal-prefix block, the byte-for-byte literals and
+        /// the lower-case host shortcut change nothing.
+        #[test]
+        fn plain_matching_agrees_with_the_decoding_comparison(
+            template in prop::sample::select(vec![
+                "https://api.example.com/v3/calendars/{calendar}/events",
+                "https://api.example.com/v3/calendars/*",
+                "https://api.example.com/v3/**",
+                "https://api.example.com/v3/calendars",
+                "https://api.example.com/v3/calendars/",
+                "https://api.example.com/{a}/calendars/{b}",
+                "https://api.example.com/a%20b/c/{x}",
+                "https://*.example.com/v3/{x}/events",
+                "https://api.example.com/",
+            ]),
+            host in prop::sample::select(vec!["api.example.com", "API.Example.COM", "x.example.com", "example.com"]),
+            segments in prop::collection::vec(
+                prop::sample::select(vec!["v3", "V3", "calendars", "primary", "events", "", "a", "v3x", "c", "calendar"]),
+                0..5,
+            ),
+            near in prop::option::of(prop::sample::select(vec![
+                "v3", "v3/", "v3/calendars", "v3/calendars/", "v3/calendars/primary",
+                "v3/calendars/primary/events", "v3/calendars/primary/events/", "v3/calendarsx",
+                "v3/calendars/x/y", "v3/x/events", "x/calendars/y", "x/calendars/y/z", "a%20b/c/d",
+                "a b/c/d",
+            ])),
+            slash in any::<bool>(),
+        ) {
+            let pattern = ResourcePattern::compile(ResourceKind::Http, template).unwrap();
+            let mut text = format!("https://{host}");
+            if let Some(near) = near {
+                // Paths next to the templates' own, where an off-by-one would show.
+                text.push('/');
+                text.push_str(near);
+            } else {
+                if slash || !segments.is_empty() {
+                    text.push('/');
+                }
+                text.push_str(&segments.join("/"));
+            }
+            // Requests with escapes always take the decoding comparison.
+            let Ok(request) = RequestResource::parse(&text) else {
+                return Ok(());
+            };
+            if request.plain {
+                let general = RequestResource { plain: false, ..request };
+                let (mut fast, mut slow) = (Bindings::new(), Bindings::new());
+                let matched = pattern.matches(&request, &mut fast);
+                prop_assert_eq!(matched, pattern.matches(&general, &mut slow), "{} ~ {}", text, template);
+                for slot in 0..pattern.bindings().len() {
+                    prop_assert_eq!(fast.get(slot), slow.get(slot));
+                }
             }
         }
 

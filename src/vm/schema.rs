@@ -447,7 +447,12 @@ impl<R: Report> Eval<'_, R> {
     }
 
     fn string(&mut self, schema: &SchemaObject, text: &str) -> Outcome {
-        if schema.min_length.is_some() || schema.max_length.is_some() {
+        // A string of n bytes has between ⌈n/4⌉ and n characters (UTF-8): count them only
+        // when those bounds do not already decide both keywords.
+        let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        let surely_long_enough = schema.min_length.is_none_or(|min| bytes.div_ceil(4) >= min);
+        let surely_short_enough = schema.max_length.is_none_or(|max| bytes <= max);
+        if !(surely_long_enough && surely_short_enough) {
             let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
             if let Some(min) = schema.min_length {
                 ensure!(

@@ -489,3 +489,26 @@ fn required_names_listed_in_properties_are_looked_up_once_and_still_checked() {
     );
     assert_eq!(violation(schema, json!({"a": 1, "z": 1})).keyword, "type");
 }
+
+proptest! {
+    /// `minLength`/`maxLength` count characters; the byte-length shortcut must never decide
+    /// differently from counting (1- to 4-byte characters, bounds around the count).
+    #[test]
+    fn string_length_bounds_agree_with_the_character_count(
+        chars in prop::collection::vec(prop::sample::select(vec!['a', 'é', '€', '💩']), 0..12),
+        min in prop::option::of(0u64..14),
+        max in prop::option::of(0u64..14),
+    ) {
+        let text: String = chars.iter().collect();
+        let count = chars.len() as u64;
+        let mut schema = serde_json::Map::new();
+        if let Some(min) = min {
+            schema.insert("minLength".to_owned(), json!(min));
+        }
+        if let Some(max) = max {
+            schema.insert("maxLength".to_owned(), json!(max));
+        }
+        let expected = min.is_none_or(|m| count >= m) && max.is_none_or(|m| count <= m);
+        prop_assert_eq!(valid(Value::Object(schema), json!(text)), expected, "{:?}", text);
+    }
+}
