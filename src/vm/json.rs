@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Debug;
+use std::sync::OnceLock;
 
 use serde_json::{Number, Value};
 
@@ -28,9 +29,10 @@ pub trait Json<'r>: Copy + Debug + 'r {
     type Elements: Iterator<Item = Self>;
     /// The iterator of [`Json::members`].
     type Members: Iterator<Item = (Cow<'r, str>, Self)>;
-    /// True when [`Json::members`] yields names in order (a `Value` map), false when in input
-    /// order (a tape).
-    const SORTED_MEMBERS: bool;
+    /// True when [`Json::members`] yields names in byte order: a `Value` map, unless the
+    /// binary builds serde_json with `preserve_order` (see [`value_maps_are_sorted`]); false for
+    /// a tape, which keeps the order of the input.
+    fn sorted_members() -> bool;
 
     /// JSON `null` (what an absent payload, agent or context reads as).
     fn null() -> Self;
@@ -158,6 +160,20 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 }
 
+/// True when `serde_json::Map` iterates in name order. It does unless some crate in the binary
+/// turns on serde_json's `preserve_order` (cedar-policy does), which makes it an insertion-ordered
+/// `IndexMap`; Cargo unifies features, so only the built binary knows. Asked once, of a two-member
+/// map.
+pub fn value_maps_are_sorted() -> bool {
+    static SORTED: OnceLock<bool> = OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut map = serde_json::Map::new();
+        map.insert("b".to_owned(), Value::Null);
+        map.insert("a".to_owned(), Value::Null);
+        map.keys().next().map(String::as_str) == Some("a")
+    })
+}
+
 fn numbers_equal(a: Option<Number>, b: Option<Number>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => cmp_numbers(&a, &b) == Some(Ordering::Equal),
@@ -168,7 +184,11 @@ fn numbers_equal(a: Option<Number>, b: Option<Number>) -> bool {
 impl<'r> Json<'r> for &'r Value {
     type Elements = std::slice::Iter<'r, Value>;
     type Members = ValueMembers<'r>;
-    const SORTED_MEMBERS: bool = true;
+
+    #[inline]
+    fn sorted_members() -> bool {
+        value_maps_are_sorted()
+    }
 
     fn null() -> Self {
         &NULL
@@ -282,7 +302,10 @@ impl<'r> Iterator for ValueMembers<'r> {
 impl<'r> Json<'r> for NodeRef<'r> {
     type Elements = tape::Elements<'r>;
     type Members = TapeMembers<'r>;
-    const SORTED_MEMBERS: bool = false;
+    #[inline]
+    fn sorted_members() -> bool {
+        false
+    }
 
     fn null() -> Self {
         tape::null()
@@ -361,6 +384,17 @@ mod tests {
     use super::*;
     use crate::tape::Tape;
     use serde_json::json;
+
+    #[test]
+    fn value_member_order_is_probed_not_assumed() {
+        // capgate's own build keeps serde_json maps sorted (no `preserve_order`); an embedding
+        // binary may not, and the probe then says so.
+        let value = json!({"b": 1, "a": 2});
+        let first = value.as_object().and_then(|m| m.keys().next()).cloned();
+        assert_eq!(value_maps_are_sorted(), first.as_deref() == Some("a"));
+        assert!(<&Value as Json<'_>>::sorted_members() == value_maps_are_sorted());
+        assert!(!<NodeRef<'_> as Json<'_>>::sorted_members());
+    }
 
     #[test]
     fn tape_and_value_agree_on_equality_with_constants_and_each_other() {

@@ -634,7 +634,7 @@ impl<R: Report> Eval<'_, R> {
         }
         if let Some(id) = schema.property_names {
             let mut names: Vec<Cow<'_, str>> = Vec::new();
-            if R::SORTED && !J::SORTED_MEMBERS {
+            if R::SORTED && !J::sorted_members() {
                 names = members.members().map(|(name, _)| name).collect();
                 names.sort();
             }
@@ -667,7 +667,7 @@ impl<R: Report> Eval<'_, R> {
                     require!(self.descend("properties", *id, Step::Key(name), value, depth));
                 }
             }
-        } else if R::SORTED && !J::SORTED_MEMBERS {
+        } else if R::SORTED && !J::sorted_members() {
             let mut sorted: Vec<(Cow<'_, str>, J)> = members.members().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             for (name, value) in sorted {
