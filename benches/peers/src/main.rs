@@ -192,7 +192,9 @@ fn main() {
     }
 
     // `PEERS_PROFILE=pre-parsed|from-bytes` runs only capgate (on ALLOW, or DENY_LAST with
-    // `PEERS_VARIANT=deny`), for perf or callgrind.
+    // `PEERS_VARIANT=deny`), for perf or callgrind; `baseline` and `baseline-bytes` run the
+    // hand-written `Value` decision and the `IgnoredAny` scan the same way, so instruction
+    // counts compare where wall times move with each build's code layout.
     if let Ok(mode) = std::env::var("PEERS_PROFILE") {
         let deny = std::env::var("PEERS_VARIANT").is_ok_and(|v| v == "deny");
         let input = &inputs[usize::from(deny)];
@@ -201,11 +203,20 @@ fn main() {
             .and_then(|n| n.parse().ok())
             .unwrap_or(1_000_000);
         for _ in 0..iterations {
-            let decision = match mode.as_str() {
-                "from-bytes" => engine.check_slice(black_box(&input.bytes)),
-                _ => engine.check(black_box(&input.parsed)),
-            };
-            black_box(decision);
+            match mode.as_str() {
+                "from-bytes" => {
+                    black_box(engine.check_slice(black_box(&input.bytes)));
+                }
+                "baseline" => {
+                    black_box(matcher.decide_value(black_box(&input.value)));
+                }
+                "baseline-bytes" => {
+                    black_box(baseline::scan(black_box(&input.bytes)));
+                }
+                _ => {
+                    black_box(engine.check(black_box(&input.parsed)));
+                }
+            }
         }
         return;
     }
