@@ -8,7 +8,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(parse manifest_json compile verify decide differential tape)
+  targets=(parse manifest_json compile verify decide differential tape matcher)
 fi
 ./seed.sh
 for target in "${targets[@]}"; do

@@ -8,13 +8,15 @@
 #                         tests/*.rs, and the JSON Schema suite under ../shared/conformance (each
 #                         file, each schema and each test instance); needs jq (and python3 for
 #                         the snippets of tests/*.rs)
+#   matcher            <- every `fieldMatches` regex of policies/, tests/ and docs/ (as the
+#                         compiler wraps it, with its `i` flag) followed by sample texts
 # The structured targets (verify, decide, differential) need no seeds: their inputs are built
 # from the policies at start-up, and libFuzzer starts them from an empty corpus.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 mkdir -p corpus/parse corpus/compile corpus/manifest_json corpus/verify corpus/decide corpus/differential \
-  corpus/tape
+  corpus/tape corpus/matcher
 
 seed() { # seed TARGET FILE: copies FILE under a name derived from its content
   local name
@@ -134,6 +136,23 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.rs")):
 PY
 fi
 
-for target in parse compile manifest_json tape; do
+# The regexes of `fieldMatches` constraints: flags byte (bit 0 = `i`, bits 1-2 = 1 for the
+# compiler's `^(?:…)$` wrapping), the pattern, then NUL-separated texts.
+if command -v python3 >/dev/null; then
+  python3 - "$root" corpus/matcher <<'PY'
+import hashlib, pathlib, re, sys
+root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+texts = ["alice@example.com", "eve@evil.com", "", "x", "src/lib.rs", "rec_0123456789ab",
+         "turn-12", "ALICE@EXAMPLE.COM", "k\u212a", "\u00e9@example.com"]
+for path in sorted(p for d in ("policies", "tests", "docs") for p in (root / d).rglob("*")
+                   if p.suffix in (".cap", ".md", ".rs")):
+    for pattern, flag in re.findall(r"~ /((?:[^/\\\n]|\\.)+)/(i?)", path.read_text(errors="ignore")):
+        pattern = pattern.replace("\\/", "/")
+        data = bytes([2 | (flag == "i")]) + "\0".join([pattern] + texts).encode()
+        (out / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
+PY
+fi
+
+for target in parse compile manifest_json tape matcher; do
   echo "$target: $(find "corpus/$target" -type f | wc -l) seeds"
 done
