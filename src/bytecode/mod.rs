@@ -11,6 +11,7 @@
 //! - [`encode`] writes compiled skills to a `.capc` file; [`decode::load_capc`] loads one back
 //!   without the compiler, verifying every program.
 
+pub(crate) mod bytes;
 pub mod decode;
 pub mod disasm;
 pub mod encode;

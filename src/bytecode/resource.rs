@@ -619,45 +619,6 @@ pub(crate) fn find_byte(text: &str, byte: u8) -> Option<usize> {
     text.bytes().position(|b| b == byte)
 }
 
-/// Byte equality by a plain loop, for the same reason as [`find_byte`]: the literals compared on
-/// the decision path (segments, pattern affixes) are short, and a `memcmp` call for each costs
-/// more than the comparison.
-/// Whole words: from the front, then one (possibly overlapping) word that ends at the end.
-#[inline]
-pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let same = |at: usize, width: usize| match (a.get(at..at + width), b.get(at..at + width)) {
-        (Some(x), Some(y)) => match width {
-            8 => word::<8>(x).map(u64::from_ne_bytes) == word::<8>(y).map(u64::from_ne_bytes),
-            _ => word::<4>(x).map(u32::from_ne_bytes) == word::<4>(y).map(u32::from_ne_bytes),
-        },
-        _ => false,
-    };
-    if n >= 8 {
-        let mut at = 0;
-        while at + 8 < n {
-            if !same(at, 8) {
-                return false;
-            }
-            at += 8;
-        }
-        return same(n - 8, 8);
-    }
-    if n >= 4 {
-        return same(0, 4) && same(n - 4, 4);
-    }
-    a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// `bytes` as an array, when it has exactly `N` of them.
-#[inline]
-fn word<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
-    <[u8; N]>::try_from(bytes).ok()
-}
-
 /// Splits `text` at every `byte` (ASCII), like `str::split` with a `char`, by a plain loop.
 pub(crate) fn split_byte(text: &str, byte: u8) -> SplitByte<'_> {
     SplitByte {
@@ -903,29 +864,5 @@ pub(crate) mod percent {
             }
         }
         want.next().is_none()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bytes_eq;
-
-    #[test]
-    fn bytes_eq_is_byte_equality_at_every_length_and_position() {
-        for len in 0..40 {
-            let a: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
-            assert!(bytes_eq(&a, &a.clone()), "len {len}");
-            for at in 0..len {
-                let mut b = a.clone();
-                b[at] ^= 0x20;
-                assert!(!bytes_eq(&a, &b), "len {len}, difference at {at}");
-            }
-            let mut longer = a.clone();
-            longer.push(b'z');
-            assert!(
-                !bytes_eq(&a, &longer) && !bytes_eq(&longer, &a),
-                "len {len}"
-            );
-        }
     }
 }

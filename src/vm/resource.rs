@@ -15,10 +15,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::bytecode::bytes::bytes_eq;
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
-    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, bytes_eq,
-    check_host, find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
+    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
+    find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
 };
 
 /// Which part of a resource a problem is in.
