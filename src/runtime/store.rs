@@ -8,9 +8,12 @@
 //!   atomically or nothing, answering with a [`CommitRefusal`] that says which part failed.
 //!
 //! # Concurrency in [`InMemoryStore`]
-//! Rate-limit state is split over [`SHARD_COUNT`] shards, each a `Mutex<HashMap>` keyed by the
-//! engine's byte-string key; a key's shard comes from a per-store randomly keyed hash, so callers
-//! cannot aim many keys at one shard. Grants, transactions, approvals and revocations live in one
+//! Rate-limit state is split over [`SHARD_COUNT`] shards, each a `Mutex` (alone on its cache
+//! lines) around a hash table of the engine's byte-string keys. A key is hashed once per
+//! operation, outside any lock, with a per-store randomly keyed SipHash, so callers cannot aim
+//! many keys at one shard or bucket: bits 32..38 of the hash pick the shard, and the whole hash
+//! places the key in the shard's table (which reads the low bits and the top seven, so the shard
+//! choice does not skew it). Grants, transactions, approvals and revocations live in one
 //! `RwLock`. A commit locks the shards of its keys in ascending shard order and then the registry
 //! (read for `process`/`transaction` lifetimes, write for grants), checks everything, and only
 //! then consumes; no other operation holds more than one lock, so there is no lock-order cycle.
@@ -20,7 +23,6 @@
 //! arithmetic is checked or saturating), and every mutation happens after all checks of its
 //! commit, so a guard is never observed half-way through an update.
 
-use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::BuildHasher;
@@ -29,6 +31,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use hashbrown::HashTable;
 
 use super::error::StateError;
 use super::grants::{GrantRefusal, GrantStatus, NewGrant, RefusalReason, Registry};
@@ -227,7 +230,18 @@ pub const SHARD_COUNT: usize = 64;
 /// [`SHARD_COUNT`] as the hash's type.
 const SHARD_COUNT_U64: u64 = 64;
 
-type RateShard = HashMap<Box<[u8]>, RateState>;
+/// One shard's keys and their state; the table is probed with the key's hash computed outside
+/// the lock (`InMemoryStore::key_hash`).
+type RateShard = HashTable<(Box<[u8]>, RateState)>;
+/// A value alone on its cache lines (128 bytes: two lines, for adjacent-line prefetch), so
+/// threads locking neighbouring shards do not invalidate each other's lock word.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// How many charges of one commit have their key hashes kept without allocating: as many rate
+/// limits as a capability may have (`compile::MAX_RATE_LIMITS`).
+const INLINE_CHARGES: usize = 16;
+
 type ShardGuards<'a> = [Option<MutexGuard<'a, RateShard>>; SHARD_COUNT];
 
 /// What revokes a capability ([`StateStore::revocation`]).
@@ -255,7 +269,7 @@ pub struct InMemoryStore {
     // revocation.
     ever_revoked: AtomicBool,
     // INVARIANT (shard-count): exactly SHARD_COUNT shards, built in `new`.
-    rate_shards: Box<[Mutex<RateShard>]>,
+    rate_shards: Box<[Padded<Mutex<RateShard>>]>,
     shard_hasher: RandomState,
 }
 
@@ -266,7 +280,7 @@ impl InMemoryStore {
             registry: RwLock::new(Registry::default()),
             ever_revoked: AtomicBool::new(false),
             rate_shards: (0..SHARD_COUNT)
-                .map(|_| Mutex::new(HashMap::new()))
+                .map(|_| Padded(Mutex::new(HashTable::new())))
                 .collect(),
             shard_hasher: RandomState::new(),
         }
@@ -274,7 +288,10 @@ impl InMemoryStore {
 
     /// How many rate-limit keys have state.
     pub fn rate_key_count(&self) -> usize {
-        self.rate_shards.iter().map(|shard| lock(shard).len()).sum()
+        self.rate_shards
+            .iter()
+            .map(|shard| lock(&shard.0).len())
+            .sum()
     }
 
     /// How many grants were ever issued (they are kept so tokens are never reused).
@@ -292,20 +309,27 @@ impl InMemoryStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn shard_of(&self, key: &[u8]) -> usize {
-        let shard = self.shard_hasher.hash_one(key) % SHARD_COUNT_U64;
-        usize::try_from(shard).unwrap_or(0)
+    /// The key's hash: its table position, and (bits 32..38) its shard.
+    fn key_hash(&self, key: &[u8]) -> u64 {
+        self.shard_hasher.hash_one(key)
     }
 
-    /// Locks the shards of every charge, in ascending shard order.
-    fn lock_shards(&self, rates: &[RateCharge<'_>]) -> ShardGuards<'_> {
-        let needed = rates
+    fn shard_of(hash: u64) -> usize {
+        usize::try_from((hash >> 32) % SHARD_COUNT_U64).unwrap_or(0)
+    }
+
+    /// Locks the shards of every charge (`hashes[i]` is charge i's key hash), in ascending
+    /// shard order.
+    fn lock_shards(&self, hashes: &[u64]) -> ShardGuards<'_> {
+        let needed = hashes
             .iter()
-            .fold(0_u64, |mask, charge| mask | 1 << self.shard_of(charge.key));
+            .fold(0_u64, |mask, hash| mask | 1 << Self::shard_of(*hash));
         let mut guards: ShardGuards<'_> = std::array::from_fn(|_| None);
         // INVARIANT (lock-order): shards in ascending index, then (in `commit`) the registry;
         // every other operation holds a single lock.
-        for (index, (slot, shard)) in guards.iter_mut().zip(self.rate_shards.iter()).enumerate() {
+        for (index, (slot, Padded(shard))) in
+            guards.iter_mut().zip(self.rate_shards.iter()).enumerate()
+        {
             if needed & 1 << index != 0 {
                 *slot = Some(lock(shard));
             }
@@ -315,20 +339,20 @@ impl InMemoryStore {
 
     /// Checks that every charge would get a slot, without consuming any.
     fn check_rates(
-        &self,
         guards: &ShardGuards<'_>,
         rates: &[RateCharge<'_>],
+        hashes: &[u64],
         now: i128,
     ) -> Result<(), CommitRefusal> {
-        for (charge, rate) in rates.iter().enumerate() {
+        for (charge, (rate, hash)) in rates.iter().zip(hashes).enumerate() {
             let refused = CommitRefusal::RateLimited { charge };
             let limit = rate.spec.limit().ok_or(refused)?;
             let shard = guards
-                .get(self.shard_of(rate.key))
+                .get(Self::shard_of(*hash))
                 .and_then(Option::as_ref)
                 .ok_or(refused)?;
-            let admits = match shard.get(rate.key) {
-                Some(state) => state.admits(&limit, now),
+            let admits = match shard.find(*hash, |(key, _)| **key == *rate.key) {
+                Some((_, state)) => state.admits(&limit, now),
                 None => RateState::new(&limit).admits(&limit, now),
             };
             if !admits {
@@ -340,21 +364,30 @@ impl InMemoryStore {
 
     /// Takes one slot per charge; every charge passed [`InMemoryStore::check_rates`] under the
     /// same guards, so each `admit` succeeds.
-    fn consume_rates(&self, guards: &mut ShardGuards<'_>, rates: &[RateCharge<'_>], now: i128) {
-        for rate in rates {
+    fn consume_rates(
+        &self,
+        guards: &mut ShardGuards<'_>,
+        rates: &[RateCharge<'_>],
+        hashes: &[u64],
+        now: i128,
+    ) {
+        for (rate, hash) in rates.iter().zip(hashes) {
             let (Some(limit), Some(Some(shard))) =
-                (rate.spec.limit(), guards.get_mut(self.shard_of(rate.key)))
+                (rate.spec.limit(), guards.get_mut(Self::shard_of(*hash)))
             else {
                 continue;
             };
-            match shard.get_mut(rate.key) {
-                Some(state) => {
+            match shard.find_mut(*hash, |(key, _)| **key == *rate.key) {
+                Some((_, state)) => {
                     state.admit(&limit, now);
                 }
                 None => {
                     let mut state = RateState::new(&limit);
                     state.admit(&limit, now);
-                    shard.insert(Box::from(rate.key), state);
+                    // Growing the table rehashes its keys (rare: amortised over inserts).
+                    shard.insert_unique(*hash, (Box::from(rate.key), state), |(key, _)| {
+                        self.key_hash(key)
+                    });
                 }
             }
         }
@@ -474,12 +507,13 @@ impl StateStore for InMemoryStore {
         let Some(limit) = spec.limit() else {
             return false;
         };
-        let Some(shard) = self.rate_shards.get(self.shard_of(key)) else {
+        let hash = self.key_hash(key);
+        let Some(Padded(shard)) = self.rate_shards.get(Self::shard_of(hash)) else {
             return false;
         };
         let now = epoch_nanos(now);
-        match lock(shard).get(key) {
-            Some(state) => state.admits(&limit, now),
+        match lock(shard).find(hash, |(stored, _)| **stored == *key) {
+            Some((_, state)) => state.admits(&limit, now),
             None => RateState::new(&limit).admits(&limit, now),
         }
     }
@@ -489,25 +523,44 @@ impl StateStore for InMemoryStore {
             return Err(CommitRefusal::DuplicateRateKey { charge });
         }
         let nanos = epoch_nanos(now);
-        let mut guards = self.lock_shards(commit.rates);
+        // Every key is hashed once, before any lock is taken.
+        let mut inline = [0_u64; INLINE_CHARGES];
+        let spilled: Vec<u64>;
+        let hashes: &[u64] = match inline.get_mut(..commit.rates.len()) {
+            Some(slots) => {
+                for (slot, rate) in slots.iter_mut().zip(commit.rates) {
+                    *slot = self.key_hash(rate.key);
+                }
+                slots
+            }
+            None => {
+                spilled = commit
+                    .rates
+                    .iter()
+                    .map(|rate| self.key_hash(rate.key))
+                    .collect();
+                &spilled
+            }
+        };
+        let mut guards = self.lock_shards(hashes);
         let (skill, capability) = (commit.skill, commit.capability);
         if let Authority::Grant(_) = commit.authority {
             let mut registry = self.write_registry();
             let spend = registry.check_authority(skill, capability, &commit.authority, now)?;
-            self.check_rates(&guards, commit.rates, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, nanos);
+            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
             registry.spend(spend);
         } else if matches!(commit.authority, Authority::Process)
             && !self.ever_revoked.load(Ordering::Acquire)
         {
             // A process-lifetime call can only be refused as revoked, and nothing ever was.
-            self.check_rates(&guards, commit.rates, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, nanos);
+            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
         } else {
             let registry = self.read_registry();
             registry.check_authority(skill, capability, &commit.authority, now)?;
-            self.check_rates(&guards, commit.rates, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, nanos);
+            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
         }
         Ok(())
     }
@@ -680,6 +733,31 @@ mod tests {
         store.commit(&process_commit(&rates), at(0)).unwrap();
         assert!(store.commit(&process_commit(&rates), at(0)).is_err());
         assert_eq!(store.rate_key_count(), 200);
+    }
+
+    #[test]
+    fn keys_are_found_again_after_their_shard_tables_grow() {
+        // 20,000 keys grow every shard's table several times; each regrowth re-places the keys
+        // by `key_hash`, which must be the hash lookups use, or a key would start afresh.
+        let store = InMemoryStore::new();
+        let keys: Vec<Vec<u8>> = (0..20_000_u32)
+            .map(|i| format!("agent-{i}").into_bytes())
+            .collect();
+        for _ in 0..2 {
+            for key in &keys {
+                let rates = [RateCharge { key, spec: WINDOW }];
+                assert_eq!(store.commit(&process_commit(&rates), at(0)), Ok(()));
+            }
+        }
+        assert_eq!(store.rate_key_count(), keys.len());
+        for key in &keys {
+            assert!(!store.rate_would_allow(key, &WINDOW, at(0)));
+            let rates = [RateCharge { key, spec: WINDOW }];
+            assert_eq!(
+                store.commit(&process_commit(&rates), at(0)),
+                Err(CommitRefusal::RateLimited { charge: 0 })
+            );
+        }
     }
 
     #[test]
