@@ -1643,6 +1643,61 @@ skill "s" {
     );
 }
 
+#[test]
+fn a_full_rate_limit_denies_before_gating() {
+    // The read-only rate check is skipped only for ungated process-lifetime calls; a gated call
+    // on a full limit must still be denied for the limit, not asked for approval.
+    let (engine, _clock) = stateful(&gated("risk high", "rateLimit 1 per minute"));
+    let call = |score: i64| {
+        decide(
+            &engine,
+            &with(tool(json!({"ok": true})), "autonomy", json!(score)),
+        )
+    };
+    assert_allow(&call(80));
+    assert_deny(&call(50), ReasonKind::RateLimit);
+    assert_deny(&call(80), ReasonKind::RateLimit);
+}
+
+#[test]
+fn a_granted_call_on_a_full_limit_is_denied_for_the_limit() {
+    // Grant lifetimes keep the read-only rate check before the commit.
+    let cap = r#"
+skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call justification "test"
+    lifetime call 5
+    rateLimit 1 per minute
+  }
+}"#;
+    let (engine, clock) = stateful(cap);
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    let granted = with(tool(json!({})), "grant", json!("g"));
+    assert_allow(&decide(&engine, &granted));
+    let decision = decide(&engine, &granted);
+    assert_deny(&decision, ReasonKind::RateLimit);
+    assert_eq!(kinds(&decision), vec!["rateLimit"]);
+    clock.set(at("2026-12-01T10:01:00Z"));
+    assert_allow(&decide(&engine, &granted));
+}
+
+#[test]
+fn an_ungated_process_call_on_a_full_limit_is_denied_by_the_commit_with_the_same_reason() {
+    let (engine, _clock) = stateful(&rate_skill("1 per minute"));
+    assert_allow(&decide(&engine, &ok_call()));
+    let decision = decide(&engine, &ok_call());
+    assert_deny(&decision, ReasonKind::RateLimit);
+    assert_eq!(kinds(&decision), vec!["rateLimit"]);
+    assert_eq!(
+        decision.reasons[0].message,
+        "rate limit of 1 per 1m reached"
+    );
+}
+
 // ------------------------------------------------------------------------------------------------
 // §5.2 lifetimes and grants
 // ------------------------------------------------------------------------------------------------

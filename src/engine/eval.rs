@@ -450,12 +450,22 @@ impl Engine {
             let end = ends.get(index).copied().unwrap_or(0);
             keys.get(start..end).unwrap_or(&[])
         };
-        for (index, limit) in capability.rate_limits.iter().enumerate() {
-            if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
-                return rate_reason(capability, limit);
+        // The order of checks: a full rate limit denies before gating (lifetimes and grants
+        // were checked by the caller). A read-only check gives that order. It is skipped only
+        // when the commit's own check must give the same answer: nothing gates the call and it
+        // uses the process lifetime (the commit then refuses only for a rate limit, first
+        // charge first, with the same reason — or as revoked, for a revocation that lands
+        // between the caller's check and the commit). That saves a second lock of each key's
+        // shard.
+        let gated = self.gate(skill, capability, request, names);
+        if gated.is_some() || capability.lifetime != LifetimeSpec::Process {
+            for (index, limit) in capability.rate_limits.iter().enumerate() {
+                if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
+                    return rate_reason(capability, limit);
+                }
             }
         }
-        if let Some(decision) = self.gate(skill, capability, request, names) {
+        if let Some(decision) = gated {
             return Step::Decides(decision);
         }
         let placeholder = RateCharge {

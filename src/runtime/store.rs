@@ -318,12 +318,15 @@ impl InMemoryStore {
         usize::try_from((hash >> 32) % SHARD_COUNT_U64).unwrap_or(0)
     }
 
-    /// Locks the shards of every charge (`hashes[i]` is charge i's key hash), in ascending
-    /// shard order.
-    fn lock_shards(&self, hashes: &[u64]) -> ShardGuards<'_> {
-        let needed = hashes
+    /// The shards of every charge (`hashes[i]` is charge i's key hash), as a bit set.
+    fn needed_shards(hashes: &[u64]) -> u64 {
+        hashes
             .iter()
-            .fold(0_u64, |mask, hash| mask | 1 << Self::shard_of(*hash));
+            .fold(0_u64, |mask, hash| mask | 1 << Self::shard_of(*hash))
+    }
+
+    /// Locks the shards in `needed`, in ascending shard order.
+    fn lock_shards(&self, needed: u64) -> ShardGuards<'_> {
         let mut guards: ShardGuards<'_> = std::array::from_fn(|_| None);
         // INVARIANT (lock-order): shards in ascending index, then (in `commit`) the registry;
         // every other operation holds a single lock.
@@ -339,7 +342,7 @@ impl InMemoryStore {
 
     /// Checks that every charge would get a slot, without consuming any.
     fn check_rates(
-        guards: &ShardGuards<'_>,
+        guards: &impl Held,
         rates: &[RateCharge<'_>],
         hashes: &[u64],
         now: i128,
@@ -347,10 +350,7 @@ impl InMemoryStore {
         for (charge, (rate, hash)) in rates.iter().zip(hashes).enumerate() {
             let refused = CommitRefusal::RateLimited { charge };
             let limit = rate.spec.limit().ok_or(refused)?;
-            let shard = guards
-                .get(Self::shard_of(*hash))
-                .and_then(Option::as_ref)
-                .ok_or(refused)?;
+            let shard = guards.shard(Self::shard_of(*hash)).ok_or(refused)?;
             let admits = match shard.find(*hash, |(key, _)| **key == *rate.key) {
                 Some((_, state)) => state.admits(&limit, now),
                 None => RateState::new(&limit).admits(&limit, now),
@@ -366,14 +366,14 @@ impl InMemoryStore {
     /// same guards, so each `admit` succeeds.
     fn consume_rates(
         &self,
-        guards: &mut ShardGuards<'_>,
+        guards: &mut impl Held,
         rates: &[RateCharge<'_>],
         hashes: &[u64],
         now: i128,
     ) {
         for (rate, hash) in rates.iter().zip(hashes) {
-            let (Some(limit), Some(Some(shard))) =
-                (rate.spec.limit(), guards.get_mut(Self::shard_of(*hash)))
+            let (Some(limit), Some(shard)) =
+                (rate.spec.limit(), guards.shard_mut(Self::shard_of(*hash)))
             else {
                 continue;
             };
@@ -522,7 +522,6 @@ impl StateStore for InMemoryStore {
         if let Some(charge) = first_duplicate_key(commit.rates) {
             return Err(CommitRefusal::DuplicateRateKey { charge });
         }
-        let nanos = epoch_nanos(now);
         // Every key is hashed once, before any lock is taken.
         let mut inline = [0_u64; INLINE_CHARGES];
         let spilled: Vec<u64>;
@@ -542,27 +541,82 @@ impl StateStore for InMemoryStore {
                 &spilled
             }
         };
-        let mut guards = self.lock_shards(hashes);
+        let needed = Self::needed_shards(hashes);
+        // One shard (always so for one charge): hold just its guard. Several: an array by index.
+        if needed.count_ones() == 1 {
+            let index = usize::try_from(needed.trailing_zeros()).unwrap_or(SHARD_COUNT);
+            let Some(Padded(shard)) = self.rate_shards.get(index) else {
+                return Err(CommitRefusal::RateLimited { charge: 0 });
+            };
+            let mut guard = (index, lock(shard));
+            self.commit_locked(&mut guard, commit, hashes, now)
+        } else {
+            let mut guards = self.lock_shards(needed);
+            self.commit_locked(&mut guards, commit, hashes, now)
+        }
+    }
+}
+
+impl InMemoryStore {
+    /// The authority check and the rate charges of `commit`, under the shard locks `guards`.
+    fn commit_locked(
+        &self,
+        guards: &mut impl Held,
+        commit: &Commit<'_>,
+        hashes: &[u64],
+        now: DateTime<Utc>,
+    ) -> Result<(), CommitRefusal> {
+        let nanos = epoch_nanos(now);
         let (skill, capability) = (commit.skill, commit.capability);
         if let Authority::Grant(_) = commit.authority {
             let mut registry = self.write_registry();
             let spend = registry.check_authority(skill, capability, &commit.authority, now)?;
-            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
+            Self::check_rates(guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(guards, commit.rates, hashes, nanos);
             registry.spend(spend);
         } else if matches!(commit.authority, Authority::Process)
             && !self.ever_revoked.load(Ordering::Acquire)
         {
             // A process-lifetime call can only be refused as revoked, and nothing ever was.
-            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
+            Self::check_rates(guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(guards, commit.rates, hashes, nanos);
         } else {
             let registry = self.read_registry();
             registry.check_authority(skill, capability, &commit.authority, now)?;
-            Self::check_rates(&guards, commit.rates, hashes, nanos)?;
-            self.consume_rates(&mut guards, commit.rates, hashes, nanos);
+            Self::check_rates(guards, commit.rates, hashes, nanos)?;
+            self.consume_rates(guards, commit.rates, hashes, nanos);
         }
         Ok(())
+    }
+}
+
+/// The rate-limit shards a commit holds locked.
+trait Held {
+    /// Shard `index`, when held.
+    fn shard(&self, index: usize) -> Option<&RateShard>;
+    /// Shard `index`, when held.
+    fn shard_mut(&mut self, index: usize) -> Option<&mut RateShard>;
+}
+
+/// One shard and its index.
+impl Held for (usize, MutexGuard<'_, RateShard>) {
+    fn shard(&self, index: usize) -> Option<&RateShard> {
+        (self.0 == index).then_some(&*self.1)
+    }
+
+    fn shard_mut(&mut self, index: usize) -> Option<&mut RateShard> {
+        (self.0 == index).then_some(&mut *self.1)
+    }
+}
+
+/// Any shards, by index.
+impl Held for ShardGuards<'_> {
+    fn shard(&self, index: usize) -> Option<&RateShard> {
+        self.get(index).and_then(Option::as_deref)
+    }
+
+    fn shard_mut(&mut self, index: usize) -> Option<&mut RateShard> {
+        self.get_mut(index).and_then(Option::as_deref_mut)
     }
 }
 
@@ -733,6 +787,43 @@ mod tests {
         store.commit(&process_commit(&rates), at(0)).unwrap();
         assert!(store.commit(&process_commit(&rates), at(0)).is_err());
         assert_eq!(store.rate_key_count(), 200);
+    }
+
+    #[test]
+    fn two_keys_in_one_shard_commit_under_its_one_guard() {
+        let store = InMemoryStore::new();
+        let shard = |key: &[u8]| InMemoryStore::shard_of(store.key_hash(key));
+        let first = b"k0".to_vec();
+        let second = (1..10_000_u32)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|key| shard(key) == shard(&first))
+            .unwrap();
+        let tight = RateSpec::Window {
+            count: 1,
+            per: Duration::from_nanos(10),
+        };
+        let both = [
+            RateCharge {
+                key: &first,
+                spec: WINDOW,
+            },
+            RateCharge {
+                key: &second,
+                spec: tight,
+            },
+        ];
+        assert_eq!(store.commit(&process_commit(&both), at(0)), Ok(()));
+        // The second key is full: the whole commit is refused and the first key keeps its slot.
+        assert_eq!(
+            store.commit(&process_commit(&both), at(0)),
+            Err(CommitRefusal::RateLimited { charge: 1 })
+        );
+        let first_only = [RateCharge {
+            key: &first,
+            spec: WINDOW,
+        }];
+        assert_eq!(store.commit(&process_commit(&first_only), at(0)), Ok(()));
+        assert!(store.commit(&process_commit(&first_only), at(0)).is_err());
     }
 
     #[test]
