@@ -58,10 +58,7 @@ fn program(code: Vec<Op>) -> Program {
             path(vec![key("n")], "payload.n"),
         ],
         regexes: vec![CompiledRegex {
-            regex: Matcher::new(
-                regex::Regex::new("^(?:[^@]+@example\\.com)$").unwrap(),
-                false,
-            ),
+            regex: Matcher::build("^(?:[^@]+@example\\.com)$", false, 1 << 20).unwrap(),
             source: "[^@]+@example\\.com".to_owned(),
             case_insensitive: false,
         }],

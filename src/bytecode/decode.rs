@@ -717,13 +717,10 @@ impl<'a> Reader<'a> {
         let case_insensitive = self.bool("the regex `i` flag")?;
         // The same anchoring and builder as `compile::emit`.
         let anchored = format!("^(?:{source})$");
-        let regex = regex::RegexBuilder::new(&anchored)
-            .case_insensitive(case_insensitive)
-            .size_limit(self.limits.max_regex_bytes)
-            .build()
+        let regex = Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {
-            regex: Matcher::new(regex, case_insensitive),
+            regex,
             source,
             case_insensitive,
         })
@@ -861,14 +858,9 @@ impl<'a> Reader<'a> {
         let source = self.str("a schema pattern")?;
         let translated = self.str("a translated schema pattern")?;
         // The same builder as `compile::schema`; the stored pattern is already translated.
-        let regex = regex::RegexBuilder::new(&translated)
-            .size_limit(SCHEMA_REGEX_SIZE_LIMIT)
-            .build()
+        let regex = Matcher::build(&translated, false, SCHEMA_REGEX_SIZE_LIMIT)
             .map_err(|e| self.malformed(format!("pattern `{source}` does not compile: {e}")))?;
-        Ok(SchemaPattern {
-            source,
-            regex: Matcher::new(regex, false),
-        })
+        Ok(SchemaPattern { source, regex })
     }
 
     fn schema_node(&mut self, count: usize) -> Result<SchemaNode, CapcError> {

@@ -24,16 +24,25 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    /// Wraps `regex`, built with the `i` flag set to `case_insensitive` (and otherwise the
-    /// regex crate's defaults), and works out whether its pattern has a shortcut.
-    pub fn new(regex: regex::Regex, case_insensitive: bool) -> Self {
+    /// Compiles `pattern` with the regex crate's defaults, the `i` flag set to
+    /// `case_insensitive` and the compiled size limited to `size_limit` bytes, and works out
+    /// whether it has a shortcut — parsed with the same flag, so the two cannot disagree.
+    pub fn build(
+        pattern: &str,
+        case_insensitive: bool,
+        size_limit: usize,
+    ) -> Result<Self, regex::Error> {
+        let regex = regex::RegexBuilder::new(pattern)
+            .case_insensitive(case_insensitive)
+            .size_limit(size_limit)
+            .build()?;
         let shortcut = regex_syntax::ParserBuilder::new()
             .case_insensitive(case_insensitive)
             .build()
-            .parse(regex.as_str())
+            .parse(pattern)
             .ok()
             .and_then(|hir| Shortcut::from_hir(&hir));
-        Matcher { regex, shortcut }
+        Ok(Matcher { regex, shortcut })
     }
 
     /// True when the pattern matches somewhere in `text` (the regex crate's `is_match`).

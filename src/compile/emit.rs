@@ -484,15 +484,11 @@ impl<'a> Emitter<'a> {
 
     fn regex(&mut self, source: &str, case_insensitive: bool, span: Span) -> Option<RegexIdx> {
         let anchored = format!("^(?:{source})$");
-        match regex::RegexBuilder::new(&anchored)
-            .case_insensitive(case_insensitive)
-            .size_limit(self.limits.max_regex_bytes)
-            .build()
-        {
+        match Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes) {
             Ok(regex) => {
                 let n = self.program.regexes.len();
                 self.program.regexes.push(CompiledRegex {
-                    regex: Matcher::new(regex, case_insensitive),
+                    regex,
                     source: source.to_owned(),
                     case_insensitive,
                 });

@@ -497,13 +497,10 @@ impl Compiler {
 
     fn pattern(&mut self, source: &str, pointer: &str) -> Option<SchemaPattern> {
         let translated = ecma_to_rust_regex(source);
-        match regex::RegexBuilder::new(&translated)
-            .size_limit(SCHEMA_REGEX_SIZE_LIMIT)
-            .build()
-        {
+        match Matcher::build(&translated, false, SCHEMA_REGEX_SIZE_LIMIT) {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
-                regex: Matcher::new(regex, false),
+                regex,
             }),
             Err(error) => {
                 let (reason, help) = regex_error_reason(&error);

@@ -3,11 +3,8 @@ use proptest::prelude::*;
 use super::Matcher;
 
 fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
-    let regex = regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
-        .unwrap_or_else(|e| panic!("`{pattern}` must compile: {e}"));
-    Matcher::new(regex, case_insensitive)
+    Matcher::build(pattern, case_insensitive, 1 << 20)
+        .unwrap_or_else(|e| panic!("`{pattern}` must compile: {e}"))
 }
 
 /// Asserts the shortcut is (or is not) taken, and that it answers as the regex does on `texts`.
