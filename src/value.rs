@@ -326,18 +326,6 @@ pub fn cmp_numbers(a: &Number, b: &Number) -> Option<Ordering> {
     }
 }
 
-/// The JSON type name of a value, for messages.
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Renders a value for a message: JSON text cut to at most `max` characters, with `…` appended
 /// when cut.
 pub fn truncate_for_message(value: &Value, max: usize) -> String {

@@ -173,8 +173,8 @@ impl Shortcut {
                 }
             }
             Shortcut::Literal { text: lit, anchors } => match anchors {
-                Anchors::Start => text.starts_with(&**lit),
-                Anchors::End => text.ends_with(&**lit),
+                Anchors::Start => strip(text, lit, "").is_some(),
+                Anchors::End => strip(text, "", lit).is_some(),
                 Anchors::Neither => text.contains(&**lit),
             },
         }

@@ -226,8 +226,11 @@ struct Snapshot {
 /// 1.52-1.62x one thread's throughput; with thread-local copies 1.74-2.10x).
 ///
 /// INVARIANT (name-keys): the cache lives in the [`Snapshot`] that holds the policy the keys
-/// point into, and is emptied whenever that snapshot moves to another policy, so a key can only
-/// name a live `Arc<str>` of the current policy (an address is never reused while cached).
+/// point into, and is emptied whenever that snapshot moves to another policy, so a key names a
+/// live `Arc<str>`: one of that policy, or of an older revision a pinned grant decides with,
+/// which the engine's revision history keeps for the engine's life (a snapshot outliving its
+/// engine is never asked again: engine ids are not reused). An address is never reused while
+/// cached.
 pub(crate) struct LocalNames(Option<std::cell::RefCell<NameCopies>>);
 
 /// The copies: every name seen, plus a small direct-mapped table of recent ones in front of the
