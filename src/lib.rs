@@ -2,6 +2,7 @@
 
 pub mod authoring;
 pub mod bytecode;
+mod bytes;
 pub mod compile;
 pub mod engine;
 pub mod format;

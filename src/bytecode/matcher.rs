@@ -14,7 +14,7 @@
 
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
-use super::bytes::bytes_eq;
+use crate::bytes::bytes_eq;
 
 /// A compiled regex; answers [`Matcher::is_match`] without the regex engine when it can.
 #[derive(Debug, Clone)]

@@ -11,7 +11,6 @@
 //! - [`encode`] writes compiled skills to a `.capc` file; [`decode::load_capc`] loads one back
 //!   without the compiler, verifying every program.
 
-pub(crate) mod bytes;
 pub mod decode;
 pub mod disasm;
 pub mod encode;

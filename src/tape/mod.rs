@@ -33,6 +33,8 @@ use keys::KeySet;
 use scan::Frame;
 use string::DecodedBytes;
 
+use crate::bytes::bytes_eq;
+
 /// What a JSON value is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
@@ -92,7 +94,7 @@ impl Node {
 fn keys_equal(bytes: &[u8], a: &Node, b: &Node) -> bool {
     let (body_a, body_b) = (a.body(bytes), b.body(bytes));
     match (a.escaped(), b.escaped()) {
-        (false, false) => body_a == body_b,
+        (false, false) => bytes_eq(body_a, body_b),
         (true, false) => DecodedBytes::new(body_a).eq(body_b.iter().copied()),
         (false, true) => DecodedBytes::new(body_b).eq(body_a.iter().copied()),
         (true, true) => DecodedBytes::new(body_a).eq(DecodedBytes::new(body_b)),
@@ -403,7 +405,7 @@ impl<'t> NodeRef<'t> {
                 DecodedBytes::new(name.body(bytes)).eq(key.bytes())
             } else {
                 usize_from(name.end.saturating_sub(name.start)) == key.len()
-                    && name.body(bytes) == key.as_bytes()
+                    && bytes_eq(name.body(bytes), key.as_bytes())
             };
             if found {
                 return Some(self.at(value));

@@ -15,12 +15,12 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::bytecode::bytes::bytes_eq;
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
     HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
     find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
 };
+use crate::bytes::bytes_eq;
 
 /// Which part of a resource a problem is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

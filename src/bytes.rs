@@ -1,4 +1,4 @@
-//! Byte-string comparison for the decision path.
+//! Byte-string comparison for the decision path (tape keys, template literals, regex affixes).
 
 /// Byte equality in line, by whole words: from the front, then one (possibly overlapping) word
 /// that ends at the end. The literals compared on the decision path (template segments and
