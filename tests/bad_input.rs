@@ -336,6 +336,38 @@ fn missing_required_fields_and_unknown_fields_are_denied_with_input() {
 }
 
 #[test]
+fn request_member_names_with_escapes_read_as_their_decoded_names() {
+    // The tape path compares plain member names where they lie and decodes escaped ones; both
+    // must read a request exactly as the strict parser does.
+    let allowed =
+        r#"{"sk\u0069ll":"s","\u006fperation":"call","resource":"tool:t","p\u0061yload":{"n":1}}"#;
+    let decision = decide(allowed);
+    assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+    // Decided by the tape path itself, not by the strict parser it falls back to.
+    let tape = engine().check_slice_tape_only(allowed.as_bytes());
+    assert_eq!(tape.map(|d| d.decision), Some(Verdict::Allow));
+    let over = r#"{"skill":"s","operation":"call","resource":"tool:t","p\u0061yload":{"n":11}}"#;
+    assert_eq!(decide(over).decision, Verdict::Deny);
+    assert!(
+        !decide(over)
+            .reasons
+            .iter()
+            .any(|r| r.constraint == ReasonKind::Input)
+    );
+    for text in [
+        // Escaped, but not a member name once decoded.
+        r#"{"skill":"s","operation":"call","resource":"tool:t","p\u0061yloads":{}}"#,
+        // A plain name and an escaped one that decode the same.
+        r#"{"skill":"s","sk\u0069ll":"s","operation":"call","resource":"tool:t"}"#,
+        // Names that differ from a member by case or by one byte.
+        r#"{"Skill":"s","operation":"call","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payloaD":{}}"#,
+    ] {
+        assert_input_deny(&decide(text));
+    }
+}
+
+#[test]
 fn non_object_or_truncated_requests_are_denied_with_input() {
     for text in [
         "",

@@ -106,9 +106,13 @@ impl<'r> RequestView<'r, NodeRef<'r>> {
             }
         };
         for (key, value) in root.members() {
-            // Borrowed unless the name has escapes (then decoded, as the strict parser reads it).
-            let name = key.as_str().ok_or(NotARequest)?;
-            match Member::named(name.as_bytes()).ok_or(NotARequest)? {
+            // Compared where it lies unless the name has escapes (then decoded, as the strict
+            // parser reads it).
+            let member = match key.plain_bytes() {
+                Some(name) => Member::named(name),
+                None => Member::named(key.as_str().ok_or(NotARequest)?.as_bytes()),
+            };
+            match member.ok_or(NotARequest)? {
                 Member::Skill => {
                     view.skill = required(value)?;
                     skill = true;

@@ -348,8 +348,17 @@ impl<'t> NodeRef<'t> {
         if node.escaped() {
             DecodedBytes::new(body).eq(other.bytes())
         } else {
-            body == other.as_bytes()
+            bytes_eq(body, other.as_bytes())
         }
+    }
+
+    /// The bytes between the quotes, for a string without escapes (they are then its text);
+    /// `None` for an escaped string or any other value. Lets a caller compare a key without
+    /// making a `&str` of it.
+    #[inline]
+    pub(crate) fn plain_bytes(self) -> Option<&'t [u8]> {
+        let node = self.node();
+        (node.kind == Kind::String && !node.escaped()).then(|| node.body(self.doc.bytes))
     }
 
     /// The number, for a number: exactly what serde_json reads from its text.
