@@ -315,26 +315,37 @@ impl<'t> NodeRef<'t> {
     }
 
     /// The decoded string, for a string: borrowed from the input when it holds no escapes.
+    #[inline]
     pub fn as_str(self) -> Option<Cow<'t, str>> {
         let node = self.node();
         if node.kind != Kind::String {
             return None;
         }
-        let body = node.body(self.doc.bytes);
-        Some(if node.escaped() {
-            Cow::Owned(string::decode(body))
-        } else {
+        if !node.escaped() {
             // A slice of the document's text: the quotes around it are ASCII, so both ends are
-            // character boundaries; the lossy form is never reached and only keeps this total.
-            match self
+            // character boundaries and this always succeeds.
+            if let Some(text) = self
                 .doc
                 .text
                 .get(usize_from(node.start)..usize_from(node.end))
             {
-                Some(text) => Cow::Borrowed(text),
-                None => String::from_utf8_lossy(body),
+                return Some(Cow::Borrowed(text));
             }
-        })
+        }
+        Some(self.decoded(node))
+    }
+
+    /// The text of string node `node` when it has escapes (decoded), or, unreachably, when its
+    /// body is not a slice of the text (then read lossily, only to stay total).
+    #[cold]
+    #[inline(never)]
+    fn decoded(self, node: &Node) -> Cow<'t, str> {
+        let body = node.body(self.doc.bytes);
+        if node.escaped() {
+            Cow::Owned(string::decode(body))
+        } else {
+            String::from_utf8_lossy(body)
+        }
     }
 
     /// True for a string equal to `other` after decoding; allocates nothing.
