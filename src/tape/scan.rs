@@ -263,6 +263,10 @@ impl Parser<'_> {
             }
             for old_key in earlier_keys(&self.nodes, object, earlier) {
                 match self.nodes.get(old_key) {
+                    // Two unescaped keys with different filter bits differ: only the earlier
+                    // keys that share the new key's bit (or have escapes) are compared.
+                    Some(old)
+                        if !old.escaped() && key_filter_bit(old.body(self.bytes)) & bit == 0 => {}
                     Some(old) if keys_equal(self.bytes, old, new_key) => {
                         return Err(duplicate(self.bytes, &self.nodes, key));
                     }

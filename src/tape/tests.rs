@@ -159,6 +159,31 @@ fn duplicate_keys_are_compared_after_decoding_escapes() {
 }
 
 #[test]
+fn duplicates_are_found_among_keys_that_share_a_filter_bit() {
+    // `skill` and `operation` share their one-word filter bit (length, first and last byte
+    // mixed): a key with that bit is compared with the earlier keys that have it, and only
+    // those, so the duplicate is found wherever it stands.
+    accepted(r#"{"skill":1,"operation":2}"#);
+    refused(br#"{"skill":1,"operation":2,"x":0,"operation":3}"#);
+    refused(br#"{"operation":2,"skill":1,"x":0,"skill":3}"#);
+    // Earlier keys with escapes are always compared, whatever their bit.
+    refused(br#"{"sk\u0069ll":1,"x":0,"skill":2}"#);
+    refused(br#"{"skill":1,"x":0,"sk\u0069ll":2}"#);
+    // Fifteen distinct names (an object small enough for the linear scan) are accepted, and
+    // any one of them repeated at the end is refused.
+    let names: Vec<String> = (b'a'..=b'z')
+        .map(|c| (c as char).to_string())
+        .chain((b'a'..=b'l').map(|c| format!("{}{}", c as char, (c + 1) as char)))
+        .take(15)
+        .collect();
+    let members: Vec<String> = names.iter().map(|n| format!(r#""{n}":0"#)).collect();
+    accepted(&format!("{{{}}}", members.join(",")));
+    for name in &names {
+        refused(format!(r#"{{{},"{name}":1}}"#, members.join(",")).as_bytes());
+    }
+}
+
+#[test]
 fn duplicate_keys_are_refused_at_any_depth_but_not_across_objects() {
     refused(br#"{"x":[{"a":{"b":1,"b":2}}]}"#);
     accepted(r#"{"a":{"a":1},"b":{"a":2},"c":[{"a":3},{"a":4}]}"#);
