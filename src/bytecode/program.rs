@@ -18,6 +18,7 @@ use super::resource::ResourcePattern;
 use super::schema::SchemaProgram;
 use super::verify::VerifiedProgram;
 use super::window::CompiledWindow;
+use crate::bytes::bytes_eq;
 use crate::span::Location;
 use crate::value::Segment;
 
@@ -282,7 +283,9 @@ pub struct CompiledCapability {
 impl CompiledCapability {
     /// True when `operation` is one of the capability's operations.
     pub fn allows_operation(&self, operation: &str) -> bool {
-        self.operations.iter().any(|op| &**op == operation)
+        self.operations
+            .iter()
+            .any(|op| bytes_eq(op.as_bytes(), operation.as_bytes()))
     }
 }
 

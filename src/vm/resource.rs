@@ -324,8 +324,14 @@ impl<'a> RequestResource<'a> {
                 let segment = at;
                 at = run_end(bytes, at, SEGMENT);
                 let last = bytes.get(at) != Some(&b'/');
-                let text = rest.get(segment..at)?;
-                if (text.is_empty() && !last) || is_dot_segment(text) {
+                if at == segment && !last {
+                    return None;
+                }
+                // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
+                if at > segment
+                    && bytes.get(segment) == Some(&b'.')
+                    && is_dot_segment(rest.get(segment..at)?)
+                {
                     return None;
                 }
                 if last {
