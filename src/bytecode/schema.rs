@@ -218,6 +218,26 @@ pub struct Shape {
     /// For each `required` name, its position in `properties` when listed there (so one lookup
     /// serves both keywords).
     pub required_properties: Vec<Option<usize>>,
+    /// Set when the schema's only keywords are `type` and the length bounds of strings and
+    /// arrays: the quiet evaluator checks such a leaf in line. Boxed: `SchemaObject`s are
+    /// built on the stack of a recursive compiler, whose frames this would otherwise widen.
+    pub leaf: Option<Box<Leaf>>,
+}
+
+/// A schema made only of `type`, `minLength`/`maxLength` and `minItems`/`maxItems` (any of
+/// them); [`Shape::leaf`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leaf {
+    /// `type`.
+    pub types: Option<TypeSet>,
+    /// `minLength`.
+    pub min_length: Option<u64>,
+    /// `maxLength`.
+    pub max_length: Option<u64>,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
 }
 
 impl Shape {
@@ -260,7 +280,46 @@ impl Shape {
             condition: _,
             shape: _,
         } = object;
+        // A leaf: nothing but `type` and the four size bounds (every other field, including
+        // those of the groups below, absent).
+        let only_sizes = object.reference.is_none()
+            && object.enum_values.is_none()
+            && object.const_value.is_none()
+            && object.minimum.is_none()
+            && object.maximum.is_none()
+            && object.exclusive_minimum.is_none()
+            && object.exclusive_maximum.is_none()
+            && object.multiple_of.is_none()
+            && object.pattern.is_none()
+            && object.format.is_none()
+            && object.prefix_items.is_empty()
+            && object.items.is_none()
+            && object.contains.is_none()
+            && !object.unique_items
+            && object.required.is_empty()
+            && object.properties.is_empty()
+            && object.pattern_properties.is_empty()
+            && object.additional_properties.is_none()
+            && object.property_names.is_none()
+            && object.min_properties.is_none()
+            && object.max_properties.is_none()
+            && object.dependent_required.is_empty()
+            && object.all_of.is_empty()
+            && object.any_of.is_empty()
+            && object.one_of.is_empty()
+            && object.not.is_none()
+            && object.condition.is_none();
+        let leaf = only_sizes
+            .then_some(Leaf {
+                types: object.types,
+                min_length: object.min_length,
+                max_length: object.max_length,
+                min_items: object.min_items,
+                max_items: object.max_items,
+            })
+            .map(Box::new);
         Shape {
+            leaf,
             strings: object.min_length.is_some()
                 || object.max_length.is_some()
                 || object.pattern.is_some()

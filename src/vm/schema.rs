@@ -21,7 +21,7 @@ use serde_json::{Number, Value};
 use super::json::{Json, JsonKind};
 
 use crate::bytecode::schema::{
-    Decimal, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
+    Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
 };
 use crate::value::{Segment, cmp_numbers, truncate_for_message, truncate_str};
 
@@ -173,6 +173,41 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
     }
 }
 
+/// True when `text` has between `min` and `max` characters (Unicode code points). A string of
+/// n bytes has between ⌈n/4⌉ and n characters (UTF-8): they are counted only when those bounds
+/// do not already decide.
+fn length_within(text: &str, min: Option<u64>, max: Option<u64>) -> bool {
+    let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
+    let surely_long_enough = min.is_none_or(|min| bytes.div_ceil(4) >= min);
+    let surely_short_enough = max.is_none_or(|max| bytes <= max);
+    if surely_long_enough && surely_short_enough {
+        return true;
+    }
+    let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+    min.is_none_or(|min| length >= min) && max.is_none_or(|max| length <= max)
+}
+
+/// [`Leaf`]'s keywords on `instance`: what `Eval::object` decides for such a schema.
+#[inline]
+fn leaf_holds<'r, J: Json<'r>>(leaf: &Leaf, instance: J) -> bool {
+    if let Some(types) = leaf.types {
+        if !Instance::Value(instance).has_type(types) {
+            return false;
+        }
+    }
+    match instance.kind() {
+        JsonKind::Array => {
+            let count = u64::try_from(instance.len()).unwrap_or(u64::MAX);
+            leaf.min_items.is_none_or(|min| count >= min)
+                && leaf.max_items.is_none_or(|max| count <= max)
+        }
+        JsonKind::String if leaf.min_length.is_some() || leaf.max_length.is_some() => instance
+            .as_str()
+            .is_some_and(|text| length_within(&text, leaf.min_length, leaf.max_length)),
+        _ => true,
+    }
+}
+
 fn is_integer(n: &Number) -> bool {
     n.is_i64()
         || n.is_u64()
@@ -193,6 +228,9 @@ trait Report {
     /// violation reported is the same for a `Value` (sorted map) and a tape (input order).
     /// Only the explaining report needs it; validity does not depend on the order.
     const SORTED: bool;
+    /// Failures are explained (the general evaluator runs everywhere, for its messages); a
+    /// quiet report lets [`Leaf`] schemas be checked in line.
+    const EXPLAIN: bool;
     fn enter(&mut self, step: Step<'_>);
     fn leave(&mut self);
     fn fail(&mut self, keyword: &'static str, message: impl FnOnce() -> String);
@@ -202,6 +240,7 @@ struct Quiet;
 
 impl Report for Quiet {
     const SORTED: bool = false;
+    const EXPLAIN: bool = false;
     #[inline]
     fn enter(&mut self, _: Step<'_>) {}
     #[inline]
@@ -218,6 +257,7 @@ struct Explain {
 
 impl Report for Explain {
     const SORTED: bool = true;
+    const EXPLAIN: bool = true;
     fn enter(&mut self, step: Step<'_>) {
         self.path.push(match step {
             Step::Key(k) => Segment::Key(k.to_owned()),
@@ -325,15 +365,31 @@ impl<R: Report> Eval<'_, R> {
         depth: u32,
     ) -> Outcome {
         self.report.enter(step);
-        let valid = if matches!(self.program.node(id), Some(SchemaNode::Never)) {
-            self.step()?;
-            self.report.fail(keyword, || match step {
-                Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTE_LIMIT)),
-                Step::Index(i) => format!("item {i} is not allowed"),
-            });
-            false
-        } else {
-            self.node(id, Instance::Value(instance), depth)?
+        let node = self.program.node(id);
+        // A leaf is checked in line when no message is wanted.
+        let leaf = match node {
+            Some(SchemaNode::Object(object)) if !R::EXPLAIN => object.shape.leaf.as_deref(),
+            _ => None,
+        };
+        let valid = match (node, leaf) {
+            (Some(SchemaNode::Never), _) => {
+                self.step()?;
+                self.report.fail(keyword, || match step {
+                    Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTE_LIMIT)),
+                    Step::Index(i) => format!("item {i} is not allowed"),
+                });
+                false
+            }
+            (_, Some(leaf)) => {
+                // What `node` and `object` do for this schema: the same depth and step
+                // accounting, then `type` and the size bounds.
+                if depth >= self.program.depth_limit() {
+                    return Err(Abort::Depth);
+                }
+                self.step()?;
+                leaf_holds(leaf, instance)
+            }
+            _ => self.node(id, Instance::Value(instance), depth)?,
         };
         self.report.leave();
         Ok(valid)
@@ -449,10 +505,7 @@ impl<R: Report> Eval<'_, R> {
     fn string(&mut self, schema: &SchemaObject, text: &str) -> Outcome {
         // A string of n bytes has between ⌈n/4⌉ and n characters (UTF-8): count them only
         // when those bounds do not already decide both keywords.
-        let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
-        let surely_long_enough = schema.min_length.is_none_or(|min| bytes.div_ceil(4) >= min);
-        let surely_short_enough = schema.max_length.is_none_or(|max| bytes <= max);
-        if !(surely_long_enough && surely_short_enough) {
+        if !length_within(text, schema.min_length, schema.max_length) {
             let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
             if let Some(min) = schema.min_length {
                 ensure!(

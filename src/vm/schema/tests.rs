@@ -512,3 +512,98 @@ proptest! {
         prop_assert_eq!(valid(Value::Object(schema), json!(text)), expected, "{:?}", text);
     }
 }
+
+/// A schema of `type` and size bounds only (a [`Leaf`] the quiet evaluator checks in line).
+fn arb_leaf_schema() -> impl Strategy<Value = Value> {
+    let types = prop::option::of(prop::sample::select(vec![
+        json!("string"),
+        json!("array"),
+        json!("integer"),
+        json!("number"),
+        json!("null"),
+        json!(["string", "array"]),
+        json!(["integer", "object"]),
+    ]));
+    let bound = || prop::option::of(0u64..5);
+    (types, bound(), bound(), bound(), bound()).prop_map(
+        |(types, min_len, max_len, min_items, max_items)| {
+            let mut schema = serde_json::Map::new();
+            let entries = [
+                ("type", types),
+                ("minLength", min_len.map(|n| json!(n))),
+                ("maxLength", max_len.map(|n| json!(n))),
+                ("minItems", min_items.map(|n| json!(n))),
+                ("maxItems", max_items.map(|n| json!(n))),
+            ];
+            for (keyword, value) in entries {
+                if let Some(value) = value {
+                    schema.insert(keyword.to_owned(), value);
+                }
+            }
+            Value::Object(schema)
+        },
+    )
+}
+
+proptest! {
+    /// Leaf subschemas (under `properties`, `items` and `additionalProperties`) checked in line
+    /// by `is_valid` decide exactly as the general evaluator behind `first_violation` does.
+    #[test]
+    fn leaf_schemas_checked_in_line_agree_with_the_general_evaluator(
+        leaf in arb_leaf_schema(),
+        other in arb_leaf_schema(),
+        instance in arb_json(),
+        text in prop::collection::vec(prop::sample::select(vec!['a', 'é', '€', '💩']), 0..6),
+    ) {
+        let text: String = text.into_iter().collect();
+        let schemas = [
+            json!({"properties": {"a": leaf.clone(), "b": other.clone()}, "additionalProperties": leaf.clone()}),
+            json!({"items": leaf.clone()}),
+            json!({"prefixItems": [other.clone()], "items": leaf.clone()}),
+        ];
+        let instances = [
+            instance.clone(),
+            json!({"a": instance.clone(), "b": text.clone(), "c": [text.clone()]}),
+            json!([text.clone(), instance.clone(), [1, 2, 3]]),
+        ];
+        for schema in &schemas {
+            let program = program(schema.clone());
+            prop_assert!(
+                program.node(program.root()).is_some(),
+                "the schema compiles to a root node"
+            );
+            for instance in &instances {
+                let quick = is_valid(&program, instance);
+                let violation = first_violation(&program, instance);
+                prop_assert_eq!(quick, violation.is_none(), "{} on {}: {:?}", schema, instance, violation);
+            }
+        }
+    }
+}
+
+#[test]
+fn leaf_shapes_are_recognised_only_for_type_and_size_bounds() {
+    use crate::bytecode::schema::SchemaNode;
+    let leaf = |schema: Value| {
+        let program = program(json!({"items": schema}));
+        let Some(SchemaNode::Object(root)) = program.node(program.root()) else {
+            panic!("an object root");
+        };
+        let items = root.items.expect("items");
+        match program.node(items) {
+            Some(SchemaNode::Object(object)) => object.shape.leaf.is_some(),
+            _ => false,
+        }
+    };
+    assert!(leaf(json!({"type": "string", "maxLength": 3})));
+    assert!(leaf(json!({"type": "array", "minItems": 1, "maxItems": 3})));
+    assert!(leaf(json!({"type": ["integer", "null"]})));
+    assert!(!leaf(json!({"type": "string", "pattern": "a"})));
+    assert!(!leaf(json!({"type": "integer", "minimum": 0})));
+    assert!(!leaf(
+        json!({"maxItems": 3, "items": true, "uniqueItems": true})
+    ));
+    assert!(!leaf(json!({"type": "object", "required": ["a"]})));
+    assert!(!leaf(json!({"maxLength": 3, "not": {"const": "a"}})));
+    assert!(!leaf(json!({"enum": ["a"]})));
+}
