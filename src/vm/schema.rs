@@ -176,6 +176,7 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
 /// True when `text` has between `min` and `max` characters (Unicode code points). A string of
 /// n bytes has between ⌈n/4⌉ and n characters (UTF-8): they are counted only when those bounds
 /// do not already decide.
+#[inline]
 fn length_within(text: &str, min: Option<u64>, max: Option<u64>) -> bool {
     let bytes = u64::try_from(text.len()).unwrap_or(u64::MAX);
     let surely_long_enough = min.is_none_or(|min| bytes.div_ceil(4) >= min);
@@ -356,6 +357,7 @@ impl<R: Report> Eval<'_, R> {
 
     /// Evaluates a subschema on a member or element, reporting a `false` schema there as
     /// "not allowed" under the keyword that applied it.
+    #[inline]
     fn descend<'r, J: Json<'r>>(
         &mut self,
         keyword: &'static str,

@@ -191,7 +191,7 @@ fn main() {
         }
     }
 
-    // `PEERS_PROFILE=pre-parsed|from-bytes` runs only capgate (on ALLOW, or DENY_LAST with
+    // `PEERS_PROFILE=pre-parsed|from-bytes|schema` runs only capgate (on ALLOW, or DENY_LAST with
     // `PEERS_VARIANT=deny`), for perf or callgrind; `baseline` and `baseline-bytes` run the
     // hand-written `Value` decision and the `IgnoredAny` scan the same way, so instruction
     // counts compare where wall times move with each build's code layout.
@@ -212,6 +212,12 @@ fn main() {
                 }
                 "baseline-bytes" => {
                     black_box(baseline::scan(black_box(&input.bytes)));
+                }
+                "schema" => {
+                    black_box(capgate::vm::schema::is_valid(
+                        &capgate_schema,
+                        black_box(&input.payload),
+                    ));
                 }
                 _ => {
                     black_box(engine.check(black_box(&input.parsed)));
