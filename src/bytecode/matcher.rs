@@ -183,11 +183,13 @@ impl Shortcut {
     }
 }
 
-/// `text` without `prefix` at its start and then `suffix` at its end, or `None` when it does
-/// not have them. Compares bytes in line ([`bytes_eq`]): with `str::strip_prefix` and
-/// `strip_suffix` (a `memcmp` call each) the shortcut measured slower than the regex.
+/// The bytes of `text` between `prefix` at its start and `suffix` at its end, or `None` when it
+/// does not have them. Compares bytes in line ([`bytes_eq`]): with `str::strip_prefix` and
+/// `strip_suffix` (a `memcmp` call each) the shortcut measured slower than the regex. Bytes,
+/// not `&str`: both literals are whole UTF-8 sequences, so the middle is UTF-8 too, and only a
+/// run with a non-ASCII byte needs it as text.
 #[inline(always)]
-fn strip<'t>(text: &'t str, prefix: &str, suffix: &str) -> Option<&'t str> {
+fn strip<'t>(text: &'t str, prefix: &str, suffix: &str) -> Option<&'t [u8]> {
     let bytes = text.as_bytes();
     let end = bytes.len().checked_sub(suffix.len())?;
     let head = bytes.get(..prefix.len())?;
@@ -198,8 +200,7 @@ fn strip<'t>(text: &'t str, prefix: &str, suffix: &str) -> Option<&'t str> {
     {
         return None;
     }
-    // Both literals are whole UTF-8 sequences, so both cuts are on character boundaries.
-    text.get(prefix.len()..end)
+    bytes.get(prefix.len()..end)
 }
 
 /// The concatenated parts of `hir`, with capture groups (which do not change what matches)
@@ -238,13 +239,13 @@ impl Run {
         }
     }
 
+    /// True when `bytes` (UTF-8, the middle of the text) is a run of the class.
     #[inline]
-    fn is_match(&self, text: &str) -> bool {
-        let bytes = text.as_bytes();
-        // ASCII, the usual case: one bit test per byte, and the length is the count.
+    fn is_match(&self, bytes: &[u8]) -> bool {
+        // ASCII, the usual case: one table load per byte, and the length is the count.
         match bytes.iter().position(|&b| !self.class.contains_ascii(b)) {
             None => self.count_allowed(bytes.len()),
-            Some(at) if bytes.get(at).is_some_and(|&b| b >= 0x80) => self.is_match_wide(text, at),
+            Some(at) if bytes.get(at).is_some_and(|&b| b >= 0x80) => self.is_match_wide(bytes, at),
             Some(_) => false,
         }
     }
@@ -252,8 +253,13 @@ impl Run {
     /// [`Run::is_match`] from the first non-ASCII byte, at `at`: every character before it is
     /// ASCII and in the class.
     #[cold]
-    fn is_match_wide(&self, text: &str, at: usize) -> bool {
-        let Some(rest) = text.get(at..) else {
+    fn is_match_wide(&self, bytes: &[u8], at: usize) -> bool {
+        // The middle of a `&str` between two whole UTF-8 literals, from an ASCII position: it
+        // is UTF-8, so this never fails (and a failure would only refuse the match).
+        let Some(rest) = bytes
+            .get(at..)
+            .and_then(|rest| std::str::from_utf8(rest).ok())
+        else {
             return false;
         };
         let mut count = at;
