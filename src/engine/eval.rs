@@ -112,6 +112,7 @@ impl Engine {
     }
 
     /// The request's `time` when the clock is simulated (`None`: read the engine's clock).
+    #[inline]
     fn request_time<'r, J: Json<'r>>(
         &self,
         request: &RequestView<'r, J>,
@@ -572,6 +573,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn gate<'r, J: Json<'r>>(
         &self,
         skill: &CompiledSkill,
@@ -698,6 +700,7 @@ fn pinned_refusal<'r, J: Json<'r>>(
 pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
 
 /// An allow, carrying this thread's copies of the names (see [`LocalNames`]).
+#[inline]
 fn allow(
     skill: &CompiledSkill,
     capability: &CompiledCapability,
@@ -735,6 +738,7 @@ fn quote(text: &str) -> String {
 }
 
 /// Request-level validation that does not depend on the policy.
+#[inline]
 fn validate<'r, J: Json<'r>>(request: &RequestView<'r, J>) -> Option<Reason> {
     for (name, value) in [("agent", request.agent), ("context", request.context)] {
         if !matches!(value.kind(), JsonKind::Null | JsonKind::Object) {

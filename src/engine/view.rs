@@ -42,6 +42,7 @@ pub(crate) struct RequestView<'r, J> {
 
 impl Request {
     /// This request as a view (borrows everything; allocates nothing).
+    #[inline]
     pub(crate) fn view(&self) -> RequestView<'_, &Value> {
         fn text(s: &Option<String>) -> Option<Cow<'_, str>> {
             s.as_deref().map(Cow::Borrowed)

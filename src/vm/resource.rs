@@ -759,6 +759,7 @@ impl<'a> Bindings<'a> {
         self.reset(0);
     }
 
+    #[inline]
     fn reset(&mut self, slots: usize) {
         // INVARIANT (bindings-tail): slots at or past `len` are `None` (`set` writes only below
         // `len`), so only the last match's slots need clearing.
