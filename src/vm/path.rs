@@ -254,7 +254,7 @@ fn follow<'r, 's, J: Json<'r>, T: Trail>(
 
 /// Walks `segments` down from `value` and hands every value reached to `predicate`. Keys and
 /// indexes are followed in a loop; a `[*]` visits each element, recursing only when another
-/// `[*]` follows (calls per element were a tenth of a decision's instructions). On success every
+/// `[*]` follows (the recursive calls' frames were ~5 % of a decision's instructions). On success every
 /// segment pushed on `trail` is popped again; on a stop the trail is left at the offending value.
 fn walk<'r, J: Json<'r>, T: Trail>(
     value: J,
@@ -334,30 +334,23 @@ pub fn with_single<'r, J: Json<'r>, R>(
 ) -> R {
     match &path.access {
         PathAccess::Json { root, segments } => {
-            let mut value = input.document(*root);
+            let value = input.document(*root);
             // As in `visit`: below a `null` (absent) root, a path is absent.
             if value.is_null() && !segments.is_empty() {
                 return f(Err(Stop::Missing));
             }
-            for segment in segments {
-                let next = match (segment, value.kind()) {
-                    (Segment::Key(key), JsonKind::Object) => value.get(key),
-                    (Segment::Index(index), JsonKind::Array) => {
-                        value.index(usize::try_from(*index).unwrap_or(usize::MAX))
-                    }
-                    (Segment::Key(_), other) => {
-                        return f(Err(Stop::WrongShape(expected_shape("an object", other))));
-                    }
-                    (_, other) => {
-                        return f(Err(Stop::WrongShape(expected_shape("an array", other))));
-                    }
-                };
-                match next {
-                    Some(child) => value = child,
-                    None => return f(Err(Stop::Missing)),
-                }
+            match follow(value, segments, false, &mut NoTrail, &mut 0) {
+                Ok(Reached::Value(leaf, [])) => f(Ok(Leaf::Json(leaf))),
+                // Paths read here have no `[*]` (the compiler's choice); one would be a shape
+                // error, as it always was.
+                Ok(Reached::Value(value, _)) => f(Err(Stop::WrongShape(expected_shape(
+                    "an array",
+                    value.kind(),
+                )))),
+                // Not optional: absence is `Missing`, never `Absent`.
+                Ok(Reached::Absent) => f(Err(Stop::Missing)),
+                Err(stop) => f(Err(stop)),
             }
-            f(Ok(Leaf::Json(value)))
         }
         PathAccess::Binding { slot } => match input.bindings.get(usize::from(*slot)) {
             Some(s) => f(Ok(Leaf::Str(s))),
