@@ -147,9 +147,19 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// Skips JSON whitespace (space, tab, LF, CR).
+    /// Skips JSON whitespace (space, tab, LF, CR). Every byte that can follow whitespace in
+    /// JSON is above `' '`, so one comparison answers the usual case (compact JSON) and the
+    /// loop runs only on a byte that may be whitespace.
     #[inline(always)]
     fn skip_whitespace(&mut self) {
+        if self.bytes.get(self.pos).is_some_and(|&b| b <= b' ') {
+            self.skip_whitespace_run();
+        }
+    }
+
+    /// [`Parser::skip_whitespace`] from a byte at or below `' '`.
+    #[inline(never)]
+    fn skip_whitespace_run(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;
         }

@@ -399,6 +399,23 @@ fn only_json_whitespace_is_skipped() {
     for text in ["\u{c}1", "1\u{b}", "\u{a0}1", "[1,\u{85}2]", "\u{2028}1"] {
         refused(text.as_bytes());
     }
+    // Every other byte at or below a space, at every place whitespace may stand (the skip
+    // looks further only at such bytes).
+    for byte in (0u8..=b' ').filter(|b| !b" \t\n\r".contains(b)) {
+        let c = char::from(byte);
+        for text in [
+            format!("{c}[1]"),
+            format!("[{c}1]"),
+            format!("[1{c}]"),
+            format!("[1,{c}2]"),
+            format!("{{{c}\"a\":1}}"),
+            format!("{{\"a\"{c}:1}}"),
+            format!("{{\"a\":{c}1}}"),
+            format!("[1]{c}"),
+        ] {
+            refused(text.as_bytes());
+        }
+    }
 }
 
 #[test]
