@@ -1609,24 +1609,33 @@ fn risk_is_checked_before_sensitivity() {
     assert_allow(&autonomy(&engine, Some(json!(80))));
 }
 
-#[test]
-fn approval_required_consumes_nothing() {
-    let cap = r#"
-skill "s" {
+/// A stateful engine whose skill `s` (`skill_header` added) has one capability `c` living for
+/// `calls` granted calls under `rateLimit 1 per minute`, with grant `g` issued for it; and a
+/// `tool:t` call presenting that grant.
+fn granted_once_a_minute(skill_header: &str, calls: u32) -> (Engine, Arc<SimulatedClock>, Value) {
+    let cap = format!(
+        r#"
+skill "s" {{
   version "1"
-  risk high
-  capability "c" {
+  {skill_header}
+  capability "c" {{
     resource tool "t"
     operations call justification "test"
-    lifetime call 1
+    lifetime call {calls}
     rateLimit 1 per minute
-  }
-}"#;
-    let (engine, _clock) = stateful(cap);
+  }}
+}}"#
+    );
+    let (engine, clock) = stateful(&cap);
     engine
         .issue_grant("s", "c", None, Some("g".into()))
         .unwrap();
-    let request = with(tool(json!({})), "grant", json!("g"));
+    (engine, clock, with(tool(json!({})), "grant", json!("g")))
+}
+
+#[test]
+fn approval_required_consumes_nothing() {
+    let (engine, _clock, request) = granted_once_a_minute("risk high", 1);
     for _ in 0..3 {
         assert_approval(
             &decide(&engine, &with(request.clone(), "autonomy", json!(50))),
@@ -1662,21 +1671,7 @@ fn a_full_rate_limit_denies_before_gating() {
 #[test]
 fn a_granted_call_on_a_full_limit_is_denied_for_the_limit() {
     // Grant lifetimes keep the read-only rate check before the commit.
-    let cap = r#"
-skill "s" {
-  version "1"
-  capability "c" {
-    resource tool "t"
-    operations call justification "test"
-    lifetime call 5
-    rateLimit 1 per minute
-  }
-}"#;
-    let (engine, clock) = stateful(cap);
-    engine
-        .issue_grant("s", "c", None, Some("g".into()))
-        .unwrap();
-    let granted = with(tool(json!({})), "grant", json!("g"));
+    let (engine, clock, granted) = granted_once_a_minute("", 5);
     assert_allow(&decide(&engine, &granted));
     let decision = decide(&engine, &granted);
     assert_deny(&decision, ReasonKind::RateLimit);

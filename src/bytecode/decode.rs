@@ -10,9 +10,10 @@
 //! validated, JSON literals are nested at most [`MAX_VALUE_DEPTH`] deep, and the rules the
 //! compiler enforces at the edges of the engine (rate-limit counts, `lifetime call 0`, window
 //! shapes, binding slots, schema `$ref` cycles) are enforced again. Finally [`verify`] runs on
-//! every program, so the engine only ever holds [`VerifiedProgram`](super::verify::VerifiedProgram)s, exactly as when it
-//! compiles sources. Decoding never panics, whatever the input (`tests/capc.rs` feeds it random
-//! and mutated bytes).
+//! every program, so the engine only ever holds
+//! [`VerifiedProgram`](super::verify::VerifiedProgram)s, exactly as when it compiles sources.
+//! Decoding never panics, whatever the input (`tests/capc.rs` feeds it random and mutated
+//! bytes).
 //!
 //! Regexes, resource templates and windows are rebuilt from their stored source with the same
 //! builders the compiler uses (`regex::RegexBuilder` with the same size limits,

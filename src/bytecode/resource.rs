@@ -227,9 +227,9 @@ fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
         match segment {
             SegmentPattern::Literal(text)
                 if !text.is_empty()
-                    && text
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:".contains(&b)) =>
+                    && text.bytes().all(|b| {
+                        b != b'/' && b != b'?' && PLAIN.get(usize::from(b)).copied() == Some(true)
+                    }) =>
             {
                 prefix.push_str(text);
                 prefix.push('/');
@@ -434,6 +434,45 @@ pub(crate) enum HostByte {
     /// Anything else.
     Other,
 }
+
+/// Bytes that no deny rule looks for: ASCII letters and digits and `-._~!$&'()*+,;=:/?`. A
+/// request made only of them is *plain* (the request parser's fast path); a template literal
+/// made only of them, `/` and `?` aside, can be compared with a plain request byte for byte.
+#[expect(
+    clippy::indexing_slicing,
+    clippy::cast_possible_truncation,
+    reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
+)]
+pub(crate) const PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'/'
+                    | b'?'
+            );
+        b += 1;
+    }
+    table
+};
 
 /// [`HostByte`] of every byte, so the host check is one table load per byte.
 #[expect(

@@ -280,44 +280,63 @@ impl Shape {
             condition: _,
             shape: _,
         } = object;
-        // A leaf: nothing but `type` and the four size bounds (every other field, including
-        // those of the groups below, absent).
-        let only_sizes = object.reference.is_none()
-            && object.enum_values.is_none()
-            && object.const_value.is_none()
-            && object.minimum.is_none()
-            && object.maximum.is_none()
-            && object.exclusive_minimum.is_none()
-            && object.exclusive_maximum.is_none()
-            && object.multiple_of.is_none()
-            && object.pattern.is_none()
-            && object.format.is_none()
-            && object.prefix_items.is_empty()
-            && object.items.is_none()
-            && object.contains.is_none()
-            && !object.unique_items
-            && object.required.is_empty()
-            && object.properties.is_empty()
-            && object.pattern_properties.is_empty()
-            && object.additional_properties.is_none()
-            && object.property_names.is_none()
-            && object.min_properties.is_none()
-            && object.max_properties.is_none()
-            && object.dependent_required.is_empty()
-            && object.all_of.is_empty()
-            && object.any_of.is_empty()
-            && object.one_of.is_empty()
-            && object.not.is_none()
-            && object.condition.is_none();
-        let leaf = only_sizes
-            .then_some(Leaf {
-                types: object.types,
-                min_length: object.min_length,
-                max_length: object.max_length,
-                min_items: object.min_items,
-                max_items: object.max_items,
-            })
-            .map(Box::new);
+        // A leaf: nothing but `type` and the four size bounds. Every field is named (no `..`),
+        // so a keyword added to `SchemaObject` does not compile until it is placed here: a
+        // keyword a leaf ignored would be skipped by the in-line check (fail open).
+        let leaf = match object {
+            SchemaObject {
+                reference: None,
+                types,
+                enum_values: None,
+                const_value: None,
+                minimum: None,
+                maximum: None,
+                exclusive_minimum: None,
+                exclusive_maximum: None,
+                multiple_of: None,
+                min_length,
+                max_length,
+                pattern: None,
+                format: None,
+                prefix_items,
+                items: None,
+                contains: None,
+                min_items,
+                max_items,
+                unique_items: false,
+                required,
+                properties,
+                pattern_properties,
+                additional_properties: None,
+                property_names: None,
+                min_properties: None,
+                max_properties: None,
+                dependent_required,
+                all_of,
+                any_of,
+                one_of,
+                not: None,
+                condition: None,
+                shape: _,
+            } if prefix_items.is_empty()
+                && required.is_empty()
+                && properties.is_empty()
+                && pattern_properties.is_empty()
+                && dependent_required.is_empty()
+                && all_of.is_empty()
+                && any_of.is_empty()
+                && one_of.is_empty() =>
+            {
+                Some(Box::new(Leaf {
+                    types: *types,
+                    min_length: *min_length,
+                    max_length: *max_length,
+                    min_items: *min_items,
+                    max_items: *max_items,
+                }))
+            }
+            _ => None,
+        };
         Shape {
             leaf,
             strings: object.min_length.is_some()

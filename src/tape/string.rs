@@ -105,7 +105,9 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
         for block in &mut blocks {
             let (Some(low), Some(high)) = (block.first_chunk::<8>(), block.last_chunk::<8>())
             else {
-                break;
+                // Unreachable (a block is 16 bytes). Stop here rather than skip the block: the
+                // caller then examines the byte at `at` itself and scans on from there.
+                return at;
             };
             let (low, high) = (
                 special::<STOP_ON_HIGH>(u64::from_le_bytes(*low)),

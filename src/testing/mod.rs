@@ -6,8 +6,8 @@
 //! - [`Report`] counts passed and failed tests, holds one [`Failure`] per failed test (expected
 //!   and actual decision, and the [`crate::Engine::explain`] trace of the call), the
 //!   [`TestFileError`]s of files that could not be run, and the [`Coverage`] of the policy.
-//! - [`format`](mod@format) is the `.captest` language ([`TestFile`], [`Case`], [`Step`], [`Expectation`]),
-//!   described for users in `docs/testing.md`.
+//! - [`format`](mod@format) is the `.captest` language ([`TestFile`], [`Case`], [`Step`],
+//!   [`Expectation`]), described for users in `docs/testing.md`.
 //!
 //! A test is one `[case]` of a `.captest` file (it passes when every `expect` in it holds; it
 //! stops at the first that does not), or one line of a `*.session.jsonl` file that carries

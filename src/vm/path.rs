@@ -254,8 +254,9 @@ fn follow<'r, 's, J: Json<'r>, T: Trail>(
 
 /// Walks `segments` down from `value` and hands every value reached to `predicate`. Keys and
 /// indexes are followed in a loop; a `[*]` visits each element, recursing only when another
-/// `[*]` follows (the recursive calls' frames were ~5 % of a decision's instructions). On success every
-/// segment pushed on `trail` is popped again; on a stop the trail is left at the offending value.
+/// `[*]` follows (the recursive calls' frames were ~5 % of a decision's instructions). On
+/// success every segment pushed on `trail` is popped again; on a stop the trail is left at the
+/// offending value.
 fn walk<'r, J: Json<'r>, T: Trail>(
     value: J,
     segments: &[Segment],

@@ -17,8 +17,8 @@ use std::fmt;
 
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
-    HostPattern, HostProblem, ResourceKind, ResourcePattern, Scheme, SegmentPattern, check_host,
-    find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
+    HostPattern, HostProblem, PLAIN, ResourceKind, ResourcePattern, Scheme, SegmentPattern,
+    check_host, find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
 };
 use crate::bytes::bytes_eq;
 
@@ -565,43 +565,6 @@ fn parse_origin<'a>(
     };
     Ok((RequestOrigin { scheme, host, port }, path))
 }
-
-/// Bytes that no deny rule looks for: ASCII letters and digits and `-._~!$&'()*+,;=:/?`.
-#[expect(
-    clippy::indexing_slicing,
-    clippy::cast_possible_truncation,
-    reason = "const evaluation: `b < 256` bounds both the index and the cast, and a mistake fails the build"
-)]
-const PLAIN: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'/'
-                    | b'?'
-            );
-        b += 1;
-    }
-    table
-};
 
 /// [`URL_CLASSES`] bit: a host label byte, `[A-Za-z0-9_-]`.
 const HOST_LABEL: u8 = 1;

@@ -505,8 +505,7 @@ impl<R: Report> Eval<'_, R> {
     }
 
     fn string(&mut self, schema: &SchemaObject, text: &str) -> Outcome {
-        // A string of n bytes has between ⌈n/4⌉ and n characters (UTF-8): count them only
-        // when those bounds do not already decide both keywords.
+        // Counted again only on a failure, to say which bound it broke.
         if !length_within(text, schema.min_length, schema.max_length) {
             let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
             if let Some(min) = schema.min_length {
