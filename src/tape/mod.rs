@@ -101,6 +101,14 @@ fn keys_equal(bytes: &[u8], a: &Node, b: &Node) -> bool {
     }
 }
 
+/// Whether the body of an escaped key decodes to `key` (out of line: keys with escapes are rare,
+/// and the decoder in line would make every member lookup pay for its registers).
+#[cold]
+#[inline(never)]
+fn escaped_key_is(body: &[u8], key: &str) -> bool {
+    DecodedBytes::new(body).eq(key.bytes())
+}
+
 /// A `u32` offset or index as a `usize` (lossless on every target capgate builds for).
 #[inline(always)]
 fn usize_from(value: u32) -> usize {
@@ -422,7 +430,7 @@ impl<'t> NodeRef<'t> {
             let value = cursor.saturating_add(1);
             // Lengths first: most members differ in length from the key looked up.
             let found = if name.escaped() {
-                DecodedBytes::new(name.body(bytes)).eq(key.bytes())
+                escaped_key_is(name.body(bytes), key)
             } else {
                 usize_from(name.end.saturating_sub(name.start)) == key.len()
                     && bytes_eq(name.body(bytes), key.as_bytes())

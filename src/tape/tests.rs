@@ -184,6 +184,30 @@ fn duplicates_are_found_among_keys_that_share_a_filter_bit() {
 }
 
 #[test]
+fn lookups_find_members_by_their_decoded_keys_among_look_alikes() {
+    // Keys alike in length and in their first, second and last bytes; escaped keys; long keys.
+    let long_a = format!("ab{}z", "c".repeat(300));
+    let long_b = format!("ab{}z", "c".repeat(301));
+    let text = format!(
+        r#"{{"abcd":1,"abxd":2,"a\u0062yd":3,"{long_a}":4,"{long_b}":5,"":6,"\u00e9t\u00e9":7}}"#
+    );
+    let mut tape = Tape::new();
+    let doc = tape.parse(text.as_bytes(), DEPTH).unwrap();
+    let root = doc.root();
+    let number = |key: &str| root.get(key).and_then(|v| v.as_number()?.as_u64());
+    assert_eq!(number("abcd"), Some(1));
+    assert_eq!(number("abxd"), Some(2));
+    assert_eq!(number("abyd"), Some(3));
+    assert_eq!(number(&long_a), Some(4));
+    assert_eq!(number(&long_b), Some(5));
+    assert_eq!(number(""), Some(6));
+    assert_eq!(number("été"), Some(7));
+    for absent in ["abzd", "abc", "abcde", "a", "ete", r"\u0062"] {
+        assert_eq!(root.get(absent).map(NodeRef::kind), None, "{absent}");
+    }
+}
+
+#[test]
 fn duplicate_keys_are_refused_at_any_depth_but_not_across_objects() {
     refused(br#"{"x":[{"a":{"b":1,"b":2}}]}"#);
     accepted(r#"{"a":{"a":1},"b":{"a":2},"c":[{"a":3},{"a":4}]}"#);
