@@ -211,7 +211,7 @@ impl Tape {
         // An accepted document is UTF-8 throughout (outside strings only ASCII is valid JSON,
         // inside them the scan checked it), so this holds; checking the whole input once lets
         // every string read later borrow by slicing instead of validating its bytes again.
-        let text = std::str::from_utf8(bytes).map_err(|e| TapeError {
+        let text = simdutf8::compat::from_utf8(bytes).map_err(|e| TapeError {
             offset: scan::offset(e.valid_up_to()),
             kind: ErrorKind::InvalidUtf8,
         })?;

@@ -80,7 +80,7 @@ fn scan_string_rest(
         // Escapes are ASCII and every escape decodes to whole characters, so the body is valid
         // UTF-8 exactly when the decoded string would be.
         let body = bytes.get(start..pos).unwrap_or_default();
-        if let Err(error) = std::str::from_utf8(body) {
+        if let Err(error) = simdutf8::compat::from_utf8(body) {
             return Err((start + error.valid_up_to(), ErrorKind::InvalidUtf8));
         }
     }

@@ -130,6 +130,25 @@ fn invalid_utf8_in_strings_is_refused() {
 }
 
 #[test]
+fn invalid_utf8_is_reported_at_its_first_bad_byte_at_any_position() {
+    // The vectorised check reads 64-byte blocks: bad bytes before, inside and after the first
+    // blocks, after ASCII and after multi-byte characters, are all found where they are.
+    for prefix in ["", "é", "€😀"] {
+        for pad in 0..150 {
+            let good = format!("{prefix}{}", "a".repeat(pad));
+            for bad in [&b"\xff"[..], b"\xc3(", b"\xed\xa0\x80"] {
+                let mut bytes = format!("\"{good}").into_bytes();
+                bytes.extend_from_slice(bad);
+                bytes.extend_from_slice(b"tail\"");
+                let error = refused(&bytes);
+                assert_eq!(error.kind, ErrorKind::InvalidUtf8, "{bytes:?}");
+                assert_eq!(error.offset as usize, 1 + good.len(), "{bytes:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn non_ascii_bytes_outside_strings_are_refused() {
     refused(b"[1,\xc3\xa9]");
     refused("é".as_bytes());
