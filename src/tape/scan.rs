@@ -153,15 +153,7 @@ impl Parser<'_> {
     #[inline(always)]
     fn skip_whitespace(&mut self) {
         if self.bytes.get(self.pos).is_some_and(|&b| b <= b' ') {
-            self.skip_whitespace_run();
-        }
-    }
-
-    /// [`Parser::skip_whitespace`] from a byte at or below `' '`.
-    #[inline(never)]
-    fn skip_whitespace_run(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.pos) {
-            self.pos += 1;
+            self.pos = whitespace_end(self.bytes, self.pos);
         }
     }
 
@@ -433,6 +425,17 @@ impl Parser<'_> {
             flags: 0,
         });
     }
+}
+
+/// The first byte at or after `pos` that is not JSON whitespace ([`Parser::skip_whitespace`]
+/// from a byte at or below `' '`). A function of the bytes, not a method: a call that took the
+/// parser by reference would keep its position in memory instead of a register.
+#[inline(never)]
+fn whitespace_end(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = bytes.get(pos) {
+        pos += 1;
+    }
+    pos
 }
 
 /// The duplicate-key error for key node `key`.
