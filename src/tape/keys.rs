@@ -133,11 +133,14 @@ impl KeySet {
         }
     }
 
-    /// The hash of (object, decoded key): escaped keys hash their decoded bytes piece by piece,
-    /// which SipHash's streaming `write` makes equal to hashing them in one go.
+    /// The hash of (object, decoded key): the keyed SipHash of the decoded key (escaped keys
+    /// hash their decoded bytes piece by piece, which SipHash's streaming `write` makes equal to
+    /// hashing them in one go), then the object mixed in by a multiply. Keeping the object out
+    /// of the SipHash input spares a second streaming `write` per key (~70 instructions); mixing
+    /// it in afterwards still sends the same name in different objects to different slots, and
+    /// what a caller controls (the names) still goes through the keyed hash.
     fn hash(&self, object: u32, bytes: &[u8], node: &Node) -> u32 {
         let mut hasher = self.hasher.build_hasher();
-        hasher.write(&object.to_le_bytes());
         let body = node.body(bytes);
         if node.escaped() {
             for piece in Pieces::new(body) {
@@ -150,6 +153,6 @@ impl KeySet {
             hasher.write(body);
         }
         let [a, b, c, d, ..] = hasher.finish().to_le_bytes();
-        u32::from_le_bytes([a, b, c, d])
+        u32::from_le_bytes([a, b, c, d]) ^ object.wrapping_mul(0x9E37_79B9)
     }
 }
