@@ -1,6 +1,9 @@
 //! The tape parser against serde_json on the benchmark request (about 1.3 KB): `tape/parse`
 //! (validating parse onto a warm [`Tape`]), `serde/ignored_any` (serde_json validating and
-//! discarding: the floor) and `serde/value` (serde_json building a `Value`).
+//! discarding: the floor) and `serde/value` (serde_json building a `Value`). Then the same
+//! `tape` / `ignored_any` pair on three shapes of 100 elements each (group `shape`): an array of
+//! short strings, an array of one-member objects (the attendees' shape) and one object of 100
+//! members (past 16 members the tape checks duplicate keys through a keyed hash set).
 
 #![allow(
     clippy::panic,
@@ -66,5 +69,36 @@ fn tape(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tape);
+/// The three shapes, 100 elements each.
+fn shapes() -> [(&'static str, Vec<u8>); 3] {
+    let strings: Vec<String> = (0..100).map(|i| format!(r#""v{i}""#)).collect();
+    let objects: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"email":"a{i}@example.com"}}"#))
+        .collect();
+    let members: Vec<String> = (0..100).map(|i| format!(r#""k{i}":"v{i}""#)).collect();
+    [
+        ("strings", format!("[{}]", strings.join(",")).into_bytes()),
+        ("objects", format!("[{}]", objects.join(",")).into_bytes()),
+        ("members", format!("{{{}}}", members.join(",")).into_bytes()),
+    ]
+}
+
+fn shape(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shape");
+    let mut tape = Tape::new();
+    for (name, bytes) in shapes() {
+        group.bench_function(format!("{name}/tape"), |b| {
+            b.iter(|| {
+                let doc = tape.parse(black_box(&bytes), 136).unwrap();
+                black_box(doc.root().len())
+            });
+        });
+        group.bench_function(format!("{name}/ignored_any"), |b| {
+            b.iter(|| serde_json::from_slice::<IgnoredAny>(black_box(&bytes)).unwrap());
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, tape, shape);
 criterion_main!(benches);
