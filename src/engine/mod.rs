@@ -690,10 +690,12 @@ impl Engine {
         request: &RequestView<'r, J>,
         decision: &Decision,
     ) {
-        let policy = self.policy();
-        let revision = policy
-            .skill(&request.skill)
-            .map(|s| format!("{:016x}", s.revision));
+        // From this thread's policy snapshot, like the decision itself: no lock and no shared
+        // reference count per audited decision (`Engine::policy` takes both).
+        let revision = self
+            .with_policy(|policy, _| policy.skill(&request.skill).map(|s| s.revision))
+            .flatten()
+            .map(|revision| format!("{revision:016x}"));
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
             time: self.clock.now().to_rfc3339(),
@@ -800,6 +802,46 @@ mod tests {
                 assert_eq!(engine.check(&request).capability.as_deref(), Some("second"));
             });
         });
+    }
+
+    /// Keeps the revision of every audit record.
+    #[derive(Debug, Default)]
+    struct Revisions(std::sync::Mutex<Vec<Option<String>>>);
+
+    impl AuditSink for Revisions {
+        fn record(&self, record: &AuditRecord<'_>) {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(record.revision.clone());
+        }
+    }
+
+    #[test]
+    fn audit_records_carry_the_revision_of_the_policy_in_force() {
+        let v1 = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "j" } }"#;
+        let v2 = r#"skill "s" { version "2" capability "c" { resource tool "t" operations call justification "j" } }"#;
+        let sink = Arc::new(Revisions::default());
+        let engine = Engine::builder(loaded(v1)).audit(sink.clone()).build();
+        let revision = |engine: &Engine| {
+            let policy = engine.policy();
+            format!("{:016x}", policy.skill("s").unwrap().revision)
+        };
+        let first = revision(&engine);
+        let request = Request::new("s", "call", "tool:t");
+        engine.check(&request);
+        engine.check_slice(br#"{"skill":"s","operation":"call","resource":"tool:t"}"#);
+        engine.reload(loaded(v2));
+        let second = revision(&engine);
+        assert_ne!(first, second);
+        engine.check(&request);
+        // An unknown skill has no revision.
+        engine.check(&Request::new("nobody", "call", "tool:t"));
+        let seen = sink.0.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![Some(first.clone()), Some(first), Some(second), None]
+        );
     }
 
     #[test]
