@@ -153,16 +153,34 @@ impl Engine {
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
         self.with_policy(|policy, names| self.decide_in(policy, names, request))
-            .unwrap_or_else(|| {
-                // Unreachable by construction (see `with_policy`); never allow on it.
-                self.finish(Decision::deny(
-                    Arc::from(&*request.skill),
-                    vec![Reason::request(
-                        ReasonKind::Input,
-                        "internal error: the policy could not be read",
-                    )],
-                ))
-            })
+            .unwrap_or_else(|| self.policy_unreadable(request))
+    }
+
+    /// [`Engine::decide`], and the revision of the named skill in the policy that decided (for
+    /// the audit record: read from the same snapshot, so a reload between the decision and the
+    /// record cannot make the record name another revision).
+    pub(super) fn decide_with_revision<'r, J: Json<'r>>(
+        &self,
+        request: &RequestView<'r, J>,
+    ) -> (Decision, Option<u64>) {
+        self.with_policy(|policy, names| {
+            let decision = self.decide_in(policy, names, request);
+            let revision = policy.skill(&request.skill).map(|skill| skill.revision);
+            (decision, revision)
+        })
+        .unwrap_or_else(|| (self.policy_unreadable(request), None))
+    }
+
+    /// The deny when `with_policy` could not run (unreachable by construction); never an allow.
+    #[cold]
+    fn policy_unreadable<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
+        self.finish(Decision::deny(
+            Arc::from(&*request.skill),
+            vec![Reason::request(
+                ReasonKind::Input,
+                "internal error: the policy could not be read",
+            )],
+        ))
     }
 
     fn decide_in<'r, J: Json<'r>>(

@@ -566,11 +566,14 @@ impl Engine {
     /// Decides one request. Never panics and never allows on error.
     pub fn check(&self, request: &Request) -> Decision {
         let view = request.view();
-        let decision = self.decide(&view);
-        if let Some(sink) = &self.audit {
-            self.audit_record(sink.as_ref(), &view, &decision);
+        match &self.audit {
+            None => self.decide(&view),
+            Some(sink) => {
+                let (decision, revision) = self.decide_with_revision(&view);
+                self.audit_record(sink.as_ref(), &view, &decision, revision);
+                decision
+            }
         }
-        decision
     }
 
     /// Decides a request given as untrusted bytes (size, depth and duplicate keys are checked).
@@ -597,12 +600,13 @@ impl Engine {
     /// The decision of the tape path, or `None` for bytes that must be refused through a full
     /// parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
-        self.with_tape_view(tape, bytes, |view| {
-            let decision = self.decide(view);
-            if let Some(sink) = &self.audit {
-                self.audit_record(sink.as_ref(), view, &decision);
+        self.with_tape_view(tape, bytes, |view| match &self.audit {
+            None => self.decide(view),
+            Some(sink) => {
+                let (decision, revision) = self.decide_with_revision(view);
+                self.audit_record(sink.as_ref(), view, &decision, revision);
+                decision
             }
-            decision
         })
     }
 
@@ -670,7 +674,10 @@ impl Engine {
         ));
         if let Some(sink) = &self.audit {
             let request = Request::new(&*decision.skill, "", "");
-            self.audit_record(sink.as_ref(), &request.view(), &decision);
+            let revision = self
+                .with_policy(|policy, _| policy.skill(&decision.skill).map(|s| s.revision))
+                .flatten();
+            self.audit_record(sink.as_ref(), &request.view(), &decision, revision);
         }
         decision
     }
@@ -684,18 +691,16 @@ impl Engine {
         decision
     }
 
+    /// Hands `sink` the record of `decision`; `revision` is the named skill's, from the policy
+    /// snapshot that decided (no lock and no shared reference count per audited decision).
     fn audit_record<'r, J: crate::vm::Json<'r>>(
         &self,
         sink: &dyn AuditSink,
         request: &RequestView<'r, J>,
         decision: &Decision,
+        revision: Option<u64>,
     ) {
-        // From this thread's policy snapshot, like the decision itself: no lock and no shared
-        // reference count per audited decision (`Engine::policy` takes both).
-        let revision = self
-            .with_policy(|policy, _| policy.skill(&request.skill).map(|s| s.revision))
-            .flatten()
-            .map(|revision| format!("{revision:016x}"));
+        let revision = revision.map(|revision| format!("{revision:016x}"));
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
             time: self.clock.now().to_rfc3339(),
