@@ -140,12 +140,25 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
         tail = blocks.remainder();
     }
     for &byte in tail {
-        if byte == b'"' || byte == b'\\' || byte < 0x20 || (STOP_ON_HIGH && byte >= 0x80) {
+        if is_special::<STOP_ON_HIGH>(byte) {
             break;
         }
         at += 1;
     }
     at
+}
+
+/// Whether `byte` is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at least 0x80: the byte
+/// [`find_special`] stops at. Branch-free, so that [`any_special`] compiles to vector compares.
+#[inline(always)]
+fn is_special<const STOP_ON_HIGH: bool>(byte: u8) -> bool {
+    // As a signed byte, every byte ≥ 0x80 is negative, so one comparison covers both ends.
+    let outside = if STOP_ON_HIGH {
+        i8::from_ne_bytes([byte]) < 0x20
+    } else {
+        byte < 0x20
+    };
+    (byte == b'"') | (byte == b'\\') | outside
 }
 
 /// The offset of the first byte of `block` that is `"`, `\`, below 0x20 or (when
@@ -170,22 +183,14 @@ fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize>
     })
 }
 
-/// Whether any byte of `block` is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at least 0x80.
-/// A branch-free OR over the bytes, so the compiler emits vector compares (with x86-64's
-/// baseline SSE2: four loads, twelve compares and one `pmovmskb` for the 64 bytes).
+/// Whether any byte of `block` is special ([`is_special`]). A branch-free OR over the bytes, so
+/// the compiler emits vector compares (with x86-64's baseline SSE2: four loads, twelve compares
+/// and one `pmovmskb` for the 64 bytes).
 #[inline(always)]
 fn any_special<const STOP_ON_HIGH: bool>(block: &[u8; 64]) -> bool {
-    let mut any = false;
-    for &byte in block {
-        // As a signed byte, every byte ≥ 0x80 is negative, so one comparison covers both ends.
-        let outside = if STOP_ON_HIGH {
-            i8::from_ne_bytes([byte]) < 0x20
-        } else {
-            byte < 0x20
-        };
-        any |= (byte == b'"') | (byte == b'\\') | outside;
-    }
-    any
+    block
+        .iter()
+        .fold(false, |any, &byte| any | is_special::<STOP_ON_HIGH>(byte))
 }
 
 /// The high bit of each byte of `word` that is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at
