@@ -152,8 +152,10 @@ impl Engine {
     }
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
-        self.with_policy(|policy, names| self.decide_in(policy, names, request))
-            .unwrap_or_else(|| self.policy_unreadable(request))
+        self.with_policy(|policy, names| {
+            self.decide_in(policy.skill(&request.skill), names, request)
+        })
+        .unwrap_or_else(|| self.policy_unreadable(request))
     }
 
     /// [`Engine::decide`], and the revision of the named skill in the policy that decided (for
@@ -164,9 +166,11 @@ impl Engine {
         request: &RequestView<'r, J>,
     ) -> (Decision, Option<u64>) {
         self.with_policy(|policy, names| {
-            let decision = self.decide_in(policy, names, request);
-            let revision = policy.skill(&request.skill).map(|skill| skill.revision);
-            (decision, revision)
+            let skill = policy.skill(&request.skill);
+            (
+                self.decide_in(skill, names, request),
+                skill.map(|skill| skill.revision),
+            )
         })
         .unwrap_or_else(|| (self.policy_unreadable(request), None))
     }
@@ -183,13 +187,15 @@ impl Engine {
         ))
     }
 
+    /// The decision for `request`, whose skill is `skill` in the policy in force (`None`: no
+    /// skill of that name is loaded).
     fn decide_in<'r, J: Json<'r>>(
         &self,
-        policy: &super::PolicySet,
+        skill: Option<&Arc<CompiledSkill>>,
         names: &LocalNames,
         request: &RequestView<'r, J>,
     ) -> Decision {
-        let Some(skill) = policy.skill(&request.skill) else {
+        let Some(skill) = skill else {
             return self.finish(Decision::deny(
                 Arc::from(&*request.skill),
                 vec![Reason::request(
