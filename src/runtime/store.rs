@@ -542,17 +542,22 @@ impl StateStore for InMemoryStore {
             }
         };
         let needed = Self::needed_shards(hashes);
-        // One shard (always so for one charge): hold just its guard. Several: an array by index.
-        if needed.count_ones() == 1 {
-            let index = usize::try_from(needed.trailing_zeros()).unwrap_or(SHARD_COUNT);
-            let Some(Padded(shard)) = self.rate_shards.get(index) else {
-                return Err(CommitRefusal::RateLimited { charge: 0 });
-            };
-            let mut guard = (index, lock(shard));
-            self.commit_locked(&mut guard, commit, hashes, now)
-        } else {
-            let mut guards = self.lock_shards(needed);
-            self.commit_locked(&mut guards, commit, hashes, now)
+        // No charge (a capability without rate limits): no shard. One shard (always so for one
+        // charge): hold just its guard. Several: an array by index.
+        match needed.count_ones() {
+            0 => self.commit_locked(&mut NoShards, commit, hashes, now),
+            1 => {
+                let index = usize::try_from(needed.trailing_zeros()).unwrap_or(SHARD_COUNT);
+                let Some(Padded(shard)) = self.rate_shards.get(index) else {
+                    return Err(CommitRefusal::RateLimited { charge: 0 });
+                };
+                let mut guard = (index, lock(shard));
+                self.commit_locked(&mut guard, commit, hashes, now)
+            }
+            _ => {
+                let mut guards = self.lock_shards(needed);
+                self.commit_locked(&mut guards, commit, hashes, now)
+            }
         }
     }
 }
@@ -596,6 +601,20 @@ trait Held {
     fn shard(&self, index: usize) -> Option<&RateShard>;
     /// Shard `index`, when held.
     fn shard_mut(&mut self, index: usize) -> Option<&mut RateShard>;
+}
+
+/// No shard: a commit without rate charges (a charge would find its shard missing and be
+/// refused).
+struct NoShards;
+
+impl Held for NoShards {
+    fn shard(&self, _: usize) -> Option<&RateShard> {
+        None
+    }
+
+    fn shard_mut(&mut self, _: usize) -> Option<&mut RateShard> {
+        None
+    }
 }
 
 /// One shard and its index.
