@@ -127,3 +127,61 @@ fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
     assert_eq!(decision.reasons[0].constraint.as_str(), "input");
     assert_eq!(&*decision.skill, "");
 }
+
+#[test]
+fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bound() {
+    // Every rate-limit key stayed in the in-memory store forever, so callers choosing `by`
+    // values (here the agent id) grew it without bound. Idle keys are now forgotten.
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "r.cap",
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "x"
+    operations call
+    lifetime process
+    justification "Per-agent limit."
+    rateLimit 1 per 1m by agent.id
+  }
+}"#
+        .to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let loaded = loader.finish().unwrap();
+    let clock = Arc::new(SimulatedClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
+    let store = Arc::new(capgate::InMemoryStore::new());
+    let engine = Engine::builder(loaded)
+        .clock(clock.clone())
+        .state(store.clone())
+        .build();
+    let call = |agent: &str| {
+        engine
+            .check_value(json!({
+                "skill": "s", "operation": "call", "resource": "tool:x",
+                "agent": {"id": agent},
+            }))
+            .decision
+    };
+    // Twenty minutes, each with 5,000 new agents: 100,000 keys, at most 5,000 busy at once.
+    for minute in 0..20 {
+        if minute > 0 {
+            clock.advance(std::time::Duration::from_secs(60)).unwrap();
+        }
+        for i in 0..5_000 {
+            assert_eq!(call(&format!("agent-{minute}-{i}")), Verdict::Allow);
+        }
+        assert!(
+            store.rate_key_count() <= 20_000,
+            "minute {minute}: {} keys held",
+            store.rate_key_count()
+        );
+    }
+    // The busy keys were kept: the last minute's agents are still limited.
+    assert_eq!(call("agent-19-0"), Verdict::Deny);
+    // A sweep a minute later forgets every key.
+    let later = "2026-12-01T12:20:00Z".parse().unwrap();
+    assert!(store.forget_idle(later) >= 5_000);
+    assert_eq!(store.rate_key_count(), 0);
+}

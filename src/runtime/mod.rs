@@ -19,6 +19,7 @@ pub mod clock;
 mod error;
 mod grants;
 pub mod rate;
+mod shard;
 mod store;
 
 pub use clock::{Clock, ClockOutOfRange, SimulatedClock, SystemClock};

@@ -5,7 +5,8 @@
 //! - `SlidingWindow` keeps the instants of the calls it *allowed* and admits a call only if fewer
 //!   than N of them lie in the half-open interval `(now − T, now]`.
 //! - `Gcra` keeps one theoretical arrival time and admits sustained N per T, at most B at once.
-//! - `RateState` is one key's state, either of the two; the store keeps one per key.
+//! - `RateState` is one key's state, either of the two; the store keeps one per key, and forgets
+//!   it once it is idle (`RateState::idle_at`), standing in `RateState::absent` for it.
 //!
 //! All arithmetic is in integer nanoseconds since the Unix epoch; nothing here rounds through
 //! floating point. A spec that cannot be enforced exactly (zero count, zero period, zero burst, a
@@ -144,6 +145,46 @@ impl RateState {
         }
     }
 
+    /// The state of a key the store holds nothing for: never used, or forgotten when it was idle
+    /// at or before `floor` (the store's record of the latest instant a key it forgot became
+    /// idle; `i128::MIN` when it forgot none).
+    ///
+    /// A window evaluates calls no earlier than `floor`, a bucket counts its arrival time as
+    /// `floor`. For a forgotten key either is what its own state would answer from `floor` on —
+    /// a window whose calls all lie at or before `floor − T` counts none of them; a bucket with
+    /// `tat ≤ floor` is full — so a clock that never goes back cannot tell the key was forgotten.
+    /// A clock set back below `floor` sees the key's timeline resume at `floor` (window: the
+    /// guarantee on that timeline holds) or a bucket at least as empty as the forgotten one.
+    pub(crate) fn absent(limit: &Limit, floor: i128) -> Self {
+        match limit {
+            Limit::Window(_) => RateState::Window(SlidingWindow::since(floor)),
+            Limit::Bucket(_) => RateState::Bucket(Gcra {
+                tat: (floor > i128::MIN).then_some(floor),
+            }),
+        }
+    }
+
+    /// The instant from which this state answers every call as fresh state would: a window's
+    /// latest allowed call plus its period (the period in force at that call), a bucket's
+    /// arrival time. `i128::MIN` for state that never allowed a call.
+    pub(crate) fn idle_at(&self) -> i128 {
+        match self {
+            RateState::Window(window) => window.idle_at(),
+            RateState::Bucket(bucket) => bucket.tat.unwrap_or(i128::MIN),
+        }
+    }
+
+    /// Gives back a window's ring-buffer memory beyond twice what it holds (it keeps its peak
+    /// capacity otherwise, up to `N` instants after a burst).
+    pub(crate) fn shrink(&mut self) {
+        if let RateState::Window(window) = self {
+            let (len, capacity) = (window.allowed.len(), window.allowed.capacity());
+            if capacity > SHRINK_ABOVE && len < capacity / 4 {
+                window.allowed.shrink_to(len.saturating_mul(2));
+            }
+        }
+    }
+
     /// Allows and records a call at `now` if [`RateState::admits`] says so; returns whether it did.
     pub(crate) fn admit(&mut self, limit: &Limit, now: i128) -> bool {
         match (&mut *self, limit) {
@@ -161,18 +202,48 @@ impl RateState {
     }
 }
 
+/// A ring buffer's capacity (in instants) up to which [`RateState::shrink`] leaves it alone.
+const SHRINK_ABOVE: usize = 16;
+
 /// The instants of allowed calls that may still count, oldest first.
-// INVARIANT (window-order): `allowed` is sorted ascending; its last element is the latest
-// instant this window was evaluated at when it admitted a call (its high-water mark).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// INVARIANT (window-order): `allowed` is sorted ascending and no element is after `clock`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SlidingWindow {
     allowed: VecDeque<i64>,
+    /// The window's high-water mark: the latest instant it admitted a call at, or the floor it
+    /// was created with ([`RateState::absent`]); `i64::MIN` for fresh state.
+    clock: i64,
+    /// The period, in nanoseconds (saturated to `i64`), of the limit of the latest allowed call;
+    /// with `clock` it says when the window is idle.
+    period: i64,
+}
+
+impl Default for SlidingWindow {
+    fn default() -> Self {
+        Self::since(i128::MIN)
+    }
 }
 
 impl SlidingWindow {
+    /// An empty window that evaluates calls no earlier than `floor` (clamped to `i64`).
+    fn since(floor: i128) -> Self {
+        let clock = i64::try_from(floor).unwrap_or(if floor < 0 { i64::MIN } else { i64::MAX });
+        Self {
+            allowed: VecDeque::new(),
+            clock,
+            period: 0,
+        }
+    }
+
     /// The instant a call at `now` is evaluated at: never earlier than a call already allowed.
     fn effective_now(&self, now: i64) -> i64 {
-        self.allowed.back().map_or(now, |&latest| latest.max(now))
+        self.clock.max(now)
+    }
+
+    /// When no call it holds counts any more: `clock + period`. Every later evaluation is at
+    /// `clock` or after, and a call at `t ≤ clock` stops counting at `t + period`.
+    fn idle_at(&self) -> i128 {
+        i128::from(self.clock).saturating_add(i128::from(self.period))
     }
 
     /// `(now, start)`: the window is `(start, now]`, or `None` if `now` does not fit in i64
@@ -206,8 +277,10 @@ impl SlidingWindow {
             self.allowed.pop_front();
         }
         if u64::try_from(self.allowed.len()).is_ok_and(|live| live < limit.count) {
-            // INVARIANT (window-order): `now` is at least the previous last element.
+            // INVARIANT (window-order): `now` is at least `clock`, so at least every element.
             self.allowed.push_back(now);
+            self.clock = now;
+            self.period = i64::try_from(limit.period).unwrap_or(i64::MAX);
             true
         } else {
             false
@@ -362,6 +435,61 @@ mod tests {
         // Both count until +110 on the key's own timeline.
         assert!(!state.admit(&limit, BASE + 109));
         assert!(state.admit(&limit, BASE + 110));
+    }
+
+    #[test]
+    fn window_works_before_1970() {
+        // Fresh state has no high-water mark: negative instants are not clamped to the epoch.
+        let limit = window(1, 10);
+        let mut state = RateState::new(&limit);
+        assert!(state.admit(&limit, -1_000));
+        assert!(!state.admit(&limit, -991));
+        assert!(state.admit(&limit, -990));
+        assert_eq!(state.idle_at(), -980);
+    }
+
+    #[test]
+    fn absent_state_evaluates_from_the_floor() {
+        let limit = window(1, 10);
+        let mut state = RateState::absent(&limit, BASE + 100);
+        assert!(state.admit(&limit, BASE));
+        // Recorded at the floor, so it counts until +110.
+        assert!(!state.admits(&limit, BASE + 109));
+        assert!(state.admits(&limit, BASE + 110));
+        // A bucket counts its arrival time as the floor: τ = 10ns here.
+        let limit = bucket(10, 100, 2);
+        let state = RateState::absent(&limit, BASE + 100);
+        assert!(!state.admits(&limit, BASE + 89));
+        assert!(state.admits(&limit, BASE + 90));
+        // No floor: fresh state.
+        assert_eq!(RateState::absent(&limit, i128::MIN), RateState::new(&limit));
+    }
+
+    #[test]
+    fn shrink_gives_back_the_ring_buffer_of_a_burst() {
+        let limit = window(1_000, 10);
+        let mut state = RateState::new(&limit);
+        for _ in 0..1_000 {
+            assert!(state.admit(&limit, BASE));
+        }
+        assert!(state.admit(&limit, BASE + 10));
+        state.shrink();
+        let RateState::Window(window) = &state else {
+            unreachable!()
+        };
+        assert_eq!(window.stored(), 1);
+        assert!(
+            window.allowed.capacity() <= SHRINK_ABOVE,
+            "{}",
+            window.allowed.capacity()
+        );
+        // A small buffer is left alone.
+        let before = window.allowed.capacity();
+        state.shrink();
+        let RateState::Window(window) = &state else {
+            unreachable!()
+        };
+        assert_eq!(window.allowed.capacity(), before);
     }
 
     #[test]

@@ -31,11 +31,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use hashbrown::HashTable;
 
 use super::error::StateError;
 use super::grants::{GrantRefusal, GrantStatus, NewGrant, RefusalReason, Registry};
-use super::rate::{RateSpec, RateState, epoch_nanos};
+use super::rate::{RateSpec, epoch_nanos};
+use super::shard::RateShard;
 
 /// Runtime state shared by every decision of a stateful engine.
 ///
@@ -230,9 +230,6 @@ pub const SHARD_COUNT: usize = 64;
 /// [`SHARD_COUNT`] as the hash's type.
 const SHARD_COUNT_U64: u64 = 64;
 
-/// One shard's keys and their state; the table is probed with the key's hash computed outside
-/// the lock (`InMemoryStore::key_hash`).
-type RateShard = HashTable<(Box<[u8]>, RateState)>;
 /// A value alone on its cache lines (128 bytes: two lines, for adjacent-line prefetch), so
 /// threads locking neighbouring shards do not invalidate each other's lock word.
 #[repr(align(128))]
@@ -280,17 +277,32 @@ impl InMemoryStore {
             registry: RwLock::new(Registry::default()),
             ever_revoked: AtomicBool::new(false),
             rate_shards: (0..SHARD_COUNT)
-                .map(|_| Padded(Mutex::new(HashTable::new())))
+                .map(|_| Padded(Mutex::new(RateShard::new())))
                 .collect(),
             shard_hasher: RandomState::new(),
         }
     }
 
-    /// How many rate-limit keys have state.
+    /// How many rate-limit keys have state (idle keys are forgotten: [`InMemoryStore::forget_idle`]).
     pub fn rate_key_count(&self) -> usize {
         self.rate_shards
             .iter()
             .map(|shard| lock(&shard.0).len())
+            .sum()
+    }
+
+    /// Forgets the state of every rate-limit key that is idle at `now` (a window whose calls all
+    /// stopped counting, a bucket that refilled) and returns how many it forgot.
+    ///
+    /// The store already does this, shard by shard, whenever a new key finds its shard's table
+    /// full; call this (from a timer, say) to give memory back after a flood of keys that are
+    /// never seen again. Forgetting changes no decision while the clock does not go back; what a
+    /// clock set back sees is in `docs/runtime.md`.
+    pub fn forget_idle(&self, now: DateTime<Utc>) -> usize {
+        let now = epoch_nanos(now);
+        self.rate_shards
+            .iter()
+            .map(|Padded(shard)| lock(shard).forget_idle(now, |key| self.key_hash(key)))
             .sum()
     }
 
@@ -351,11 +363,7 @@ impl InMemoryStore {
             let refused = CommitRefusal::RateLimited { charge };
             let limit = rate.spec.limit().ok_or(refused)?;
             let shard = guards.shard(Self::shard_of(*hash)).ok_or(refused)?;
-            let admits = match shard.find(*hash, |(key, _)| **key == *rate.key) {
-                Some((_, state)) => state.admits(&limit, now),
-                None => RateState::new(&limit).admits(&limit, now),
-            };
-            if !admits {
+            if !shard.admits(*hash, rate.key, &limit, now) {
                 return Err(refused);
             }
         }
@@ -363,7 +371,9 @@ impl InMemoryStore {
     }
 
     /// Takes one slot per charge; every charge passed [`InMemoryStore::check_rates`] under the
-    /// same guards, so each `admit` succeeds.
+    /// same guards, so each `admit` succeeds. (A new key may make its shard forget idle keys
+    /// first; that changes no answer at this `now`: a key forgotten here was idle at `now`, and
+    /// the floor it raises is at most `now` — `RateShard::forget_idle`.)
     fn consume_rates(
         &self,
         guards: &mut impl Held,
@@ -377,19 +387,8 @@ impl InMemoryStore {
             else {
                 continue;
             };
-            match shard.find_mut(*hash, |(key, _)| **key == *rate.key) {
-                Some((_, state)) => {
-                    state.admit(&limit, now);
-                }
-                None => {
-                    let mut state = RateState::new(&limit);
-                    state.admit(&limit, now);
-                    // Growing the table rehashes its keys (rare: amortised over inserts).
-                    shard.insert_unique(*hash, (Box::from(rate.key), state), |(key, _)| {
-                        self.key_hash(key)
-                    });
-                }
-            }
+            // Growing the table rehashes its keys (rare: amortised over inserts).
+            shard.admit(*hash, rate.key, &limit, now, |key| self.key_hash(key));
         }
     }
 }
@@ -511,11 +510,7 @@ impl StateStore for InMemoryStore {
         let Some(Padded(shard)) = self.rate_shards.get(Self::shard_of(hash)) else {
             return false;
         };
-        let now = epoch_nanos(now);
-        match lock(shard).find(hash, |(stored, _)| **stored == *key) {
-            Some((_, state)) => state.admits(&limit, now),
-            None => RateState::new(&limit).admits(&limit, now),
-        }
+        lock(shard).admits(hash, key, &limit, epoch_nanos(now))
     }
 
     fn commit(&self, commit: &Commit<'_>, now: DateTime<Utc>) -> Result<(), CommitRefusal> {

@@ -1,0 +1,238 @@
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::runtime::rate::RateSpec;
+
+const BASE: i128 = 1_800_000_000_000_000_000;
+
+fn hash(key: &[u8]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn admit(shard: &mut RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
+    shard.admit(hash(key), key, limit, now, hash)
+}
+
+fn admits(shard: &RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
+    shard.admits(hash(key), key, limit, now)
+}
+
+fn window(count: u64, per_nanos: u64) -> Limit {
+    RateSpec::Window {
+        count,
+        per: Duration::from_nanos(per_nanos),
+    }
+    .limit()
+    .unwrap()
+}
+
+fn bucket(count: u64, per_nanos: u64, burst: u64) -> Limit {
+    RateSpec::Bucket {
+        count,
+        per: Duration::from_nanos(per_nanos),
+        burst,
+    }
+    .limit()
+    .unwrap()
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key-{i}").into_bytes()
+}
+
+#[test]
+fn idle_keys_are_forgotten_and_the_others_kept() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    assert!(admit(&mut shard, b"a", &limit, BASE));
+    assert!(admit(&mut shard, b"b", &limit, BASE + 5));
+    // `a` stops counting at exactly +10; `b` still counts until +15.
+    assert_eq!(shard.forget_idle(BASE + 9, hash), 0);
+    assert_eq!(shard.forget_idle(BASE + 10, hash), 1);
+    assert_eq!(shard.len(), 1);
+    assert!(!admits(&shard, b"b", &limit, BASE + 14));
+    assert!(admits(&shard, b"a", &limit, BASE + 10));
+}
+
+#[test]
+fn a_bucket_is_forgotten_once_it_has_refilled() {
+    // I = 10ns, B = 2: two calls at 0 leave tat = 20.
+    let limit = bucket(10, 100, 2);
+    let mut shard = RateShard::new();
+    assert!(admit(&mut shard, b"a", &limit, BASE));
+    assert!(admit(&mut shard, b"a", &limit, BASE));
+    assert_eq!(shard.forget_idle(BASE + 19, hash), 0);
+    assert_eq!(shard.forget_idle(BASE + 20, hash), 1);
+    assert_eq!(shard.len(), 0);
+}
+
+#[test]
+fn a_window_is_idle_by_the_period_of_its_latest_call() {
+    // A reload lengthened the window: the latest call's period decides.
+    let mut shard = RateShard::new();
+    assert!(admit(&mut shard, b"a", &window(5, 10), BASE));
+    assert!(admit(&mut shard, b"a", &window(5, 100), BASE + 1));
+    assert_eq!(shard.forget_idle(BASE + 100, hash), 0);
+    assert_eq!(shard.forget_idle(BASE + 101, hash), 1);
+}
+
+#[test]
+fn a_window_key_forgotten_then_seen_by_a_clock_set_back_resumes_at_the_floor() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    assert!(admit(&mut shard, b"a", &limit, BASE + 100));
+    assert_eq!(shard.forget_idle(BASE + 110, hash), 1);
+    // Read at +105, evaluated at the floor +110: on the key's own timeline the call at +100
+    // stopped counting at +110, so one call is allowed — recorded at +110.
+    assert!(admit(&mut shard, b"a", &limit, BASE + 105));
+    assert!(!admit(&mut shard, b"a", &limit, BASE + 119));
+    assert!(admit(&mut shard, b"a", &limit, BASE + 120));
+}
+
+#[test]
+fn a_bucket_key_forgotten_then_seen_by_a_clock_set_back_is_no_fuller_than_it_was() {
+    // I = 10ns, B = 1, τ = 0: a call at +100 leaves tat = +110.
+    let limit = bucket(10, 100, 1);
+    let mut shard = RateShard::new();
+    assert!(admit(&mut shard, b"a", &limit, BASE + 100));
+    assert_eq!(shard.forget_idle(BASE + 110, hash), 1);
+    // Kept, the state would refuse a reading of +105 (tat − now = 5 > τ); forgotten, the key
+    // counts its arrival time as the floor, +110, and refuses it too.
+    assert!(!admit(&mut shard, b"a", &limit, BASE + 105));
+    assert!(admit(&mut shard, b"a", &limit, BASE + 110));
+}
+
+#[test]
+fn a_full_table_forgets_idle_keys_instead_of_growing() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..1_000 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE));
+    }
+    let capacity = shard.table.capacity();
+    // Fifty more floods of a thousand new keys, each a period after the one before: at most a
+    // thousand keys are busy at any time.
+    for round in 1..=50_usize {
+        let now = BASE + 10 * i128::try_from(round).unwrap();
+        for i in 0..1_000 {
+            assert!(admit(&mut shard, &key(round * 1_000 + i), &limit, now));
+        }
+        assert!(shard.len() <= 2_000, "round {round}: {} keys", shard.len());
+        assert!(shard.table.capacity() <= 2 * capacity);
+    }
+}
+
+#[test]
+fn a_table_of_busy_keys_keeps_them_all_and_grows() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..1_000 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE + 9));
+    }
+    assert_eq!(shard.len(), 1_000);
+    for i in 0..1_000 {
+        assert!(!admits(&shard, &key(i), &limit, BASE + 9));
+    }
+}
+
+#[test]
+fn forgetting_gives_back_the_table_memory_of_a_flood() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..10_000 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE));
+    }
+    assert!(admit(&mut shard, b"late", &limit, BASE + 5));
+    assert_eq!(shard.forget_idle(BASE + 10, hash), 10_000);
+    assert_eq!(shard.len(), 1);
+    assert!(shard.table.capacity() < 100, "{}", shard.table.capacity());
+    assert!(!admits(&shard, b"late", &limit, BASE + 14));
+}
+
+/// One step of the model-checking property.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A call on key `key` (of a few), after the clock moves forward `advance` nanoseconds.
+    Call { key: usize, advance: u8 },
+    /// `forget_idle` at the current time.
+    Forget,
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let step = prop_oneof![
+        8 => (0..6_usize, 0..8_u8).prop_map(|(key, advance)| Step::Call { key, advance }),
+        1 => Just(Step::Forget),
+    ];
+    proptest::collection::vec(step, 1..200)
+}
+
+fn limits() -> impl Strategy<Value = Limit> {
+    prop_oneof![
+        (1..4_u64, 1..30_u64).prop_map(|(count, per)| window(count, per)),
+        (1..4_u64, 1..30_u64, 1..4_u64).prop_map(|(count, per, burst)| bucket(count, per, burst)),
+    ]
+}
+
+proptest! {
+    /// While the clock never goes back, a shard that forgets answers every call exactly as state
+    /// kept forever does.
+    #[test]
+    fn forgetting_is_invisible_to_a_clock_that_never_goes_back(
+        limit in limits(),
+        steps in steps(),
+    ) {
+        let mut shard = RateShard::new();
+        let mut kept: HashMap<usize, RateState> = HashMap::new();
+        let mut now = BASE;
+        for step in steps {
+            match step {
+                Step::Call { key: k, advance } => {
+                    now += i128::from(advance);
+                    let state = kept.entry(k).or_insert_with(|| RateState::new(&limit));
+                    let expected = state.admit(&limit, now);
+                    prop_assert_eq!(admit(&mut shard, &key(k), &limit, now), expected);
+                }
+                Step::Forget => {
+                    shard.forget_idle(now, hash);
+                }
+            }
+        }
+    }
+
+    /// Whatever the clock does, a bucket allows at most `B + (b − a) / I` calls whose clock
+    /// readings lie in any `[a, b]` — forgetting included.
+    #[test]
+    fn a_bucket_never_exceeds_its_rate_over_any_interval_of_readings(
+        count in 1..4_u64,
+        per in 1..30_u64,
+        burst in 1..4_u64,
+        readings in proptest::collection::vec((0..60_i128, proptest::bool::weighted(0.2)), 1..120),
+    ) {
+        let limit = bucket(count, per, burst);
+        let interval = i128::from(per.div_ceil(count));
+        let mut shard = RateShard::new();
+        let mut allowed = Vec::new();
+        // Each reading is a call, or (one in five) a sweep at that reading.
+        for (reading, forget) in readings {
+            if forget {
+                shard.forget_idle(BASE + reading, hash);
+            } else if admit(&mut shard, b"k", &limit, BASE + reading) {
+                allowed.push(reading);
+            }
+        }
+        for &a in &allowed {
+            for &b in allowed.iter().filter(|&&b| b >= a) {
+                let inside = allowed.iter().filter(|&&t| (a..=b).contains(&t)).count();
+                let bound = i128::from(burst) + (b - a) / interval;
+                prop_assert!(i128::try_from(inside).unwrap() <= bound, "[{a}, {b}] holds {inside} > {bound}");
+            }
+        }
+    }
+}
