@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use capgate::span::SourceMap;
 use capgate::syntax::ast::PolicyFile;
 use capgate::{
-    Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict,
-    parse_timestamp,
+    Engine, InMemoryStore, JsonLinesAudit, Limits, PolicyFormat, PolicyLoader, Request,
+    SimulatedClock, Verdict, parse_timestamp,
 };
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
@@ -216,6 +216,19 @@ fn decide(c: &mut Criterion) {
         assert_eq!(engine.check(&request).decision, Verdict::Allow, "{label}");
         group.bench_function(label, |b| b.iter(|| engine.check(black_box(&request))));
     }
+
+    // The same decision with an audit trail: JSON lines into `io::sink()`, so the row is the
+    // record's CPU cost (a file adds its write per record).
+    let audited = Engine::builder(load(&[dir]))
+        .clock(Arc::new(SimulatedClock::new(
+            parse_timestamp(&now).unwrap(),
+        )))
+        .audit(JsonLinesAudit::new(std::io::sink()))
+        .build();
+    assert_eq!(audited.check(&request).decision, Verdict::Allow);
+    group.bench_function("audited-json-lines", |b| {
+        b.iter(|| audited.check(black_box(&request)))
+    });
     group.finish();
 }
 
@@ -334,6 +347,48 @@ fn throughput(threads: usize, calls_per_thread: usize) -> f64 {
         }
     });
     (threads * calls_per_thread) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Audited decisions per second with `threads` threads sharing one engine whose audit trail
+/// is JSON lines into `io::sink()`.
+fn audited_throughput(engine: &Engine, request: &Request, threads: usize, calls: usize) -> f64 {
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                for _ in 0..calls {
+                    assert_eq!(engine.check(request).decision, Verdict::Allow);
+                }
+            });
+        }
+    });
+    (threads * calls) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn report_audit_threads() {
+    let dir = Path::new("policies/meeting-scheduler");
+    let (now, call) = first_allowed_call(&dir.join("meeting-scheduler.session.jsonl"));
+    let request = Request::from_value(call, &Limits::DEFAULT).unwrap();
+    let engine = Engine::builder(load(&[dir]))
+        .clock(Arc::new(SimulatedClock::new(
+            parse_timestamp(&now).unwrap(),
+        )))
+        .audit(JsonLinesAudit::new(std::io::sink()))
+        .build();
+    let (calls, rounds) = (300_000, 5);
+    let mut ratios: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let one = audited_throughput(&engine, &request, 1, calls);
+            audited_throughput(&engine, &request, 2, calls) / one
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let ratios: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+    println!(
+        "state/audit-threads: audited decisions (JSON lines into io::sink), 2 threads over 1: \
+         per-round ratios {}",
+        ratios.join(" ")
+    );
 }
 
 fn report_threads() {
@@ -504,10 +559,20 @@ criterion_group!(benches, parse_and_compile, decide, state);
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` does not, and skips the reports.
+    // `STAGES_REPORT=threads` (or `compile`, `audit`, `memory`) runs that report alone.
     if std::env::args().any(|arg| arg == "--bench") {
-        report_compile_1000();
-        report_threads();
-        report_memory();
+        let only = std::env::var("STAGES_REPORT").ok();
+        let reports: [(&str, fn()); 4] = [
+            ("compile", report_compile_1000),
+            ("threads", report_threads),
+            ("audit", report_audit_threads),
+            ("memory", report_memory),
+        ];
+        for (name, report) in reports {
+            if only.as_deref().is_none_or(|only| only == name) {
+                report();
+            }
+        }
     }
     benches();
     Criterion::default().configure_from_args().final_summary();

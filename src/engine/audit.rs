@@ -70,3 +70,74 @@ impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A writer into a buffer the test keeps a handle on.
+    #[derive(Debug, Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn record<'a>(skill: &'a str, agent: &'a str) -> AuditRecord<'a> {
+        AuditRecord {
+            time: "2026-12-01T15:00:00+00:00".to_owned(),
+            decision: Verdict::Allow,
+            observed: None,
+            skill,
+            capability: Some("c"),
+            operation: "call",
+            resource: "tool:x",
+            agent: Some(agent),
+            transaction: None,
+            grant: None,
+            reasons: &[],
+            revision: Some("00000000000000ff".to_owned()),
+        }
+    }
+
+    #[test]
+    fn records_from_many_threads_arrive_as_whole_json_lines() {
+        let out = Shared::default();
+        let sink = JsonLinesAudit::new(out.clone());
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let sink = &sink;
+                scope.spawn(move || {
+                    for i in 0..250 {
+                        let agent = format!("agent-{thread}-{i}");
+                        sink.record(&record("s", &agent));
+                    }
+                });
+            }
+        });
+        let bytes = out.0.lock().unwrap().clone();
+        let text = String::from_utf8(bytes).unwrap();
+        let mut agents: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert_eq!(value["skill"], "s");
+                assert_eq!(value["revision"], "00000000000000ff");
+                value["agent"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert!(text.ends_with('\n'));
+        agents.sort();
+        agents.dedup();
+        assert_eq!(agents.len(), 1_000);
+    }
+}
