@@ -273,6 +273,13 @@ const RATE_POLICY: &str = r#"skill "rate-bench" {
 "#;
 
 fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
+    // The system clock, as in a gateway: the simulated clock (tests, replay, REPL) serialises
+    // readers on a mutex, which is not what production threads contend on.
+    stateful_engine_with(None)
+}
+
+/// An engine on [`RATE_POLICY`] and a fresh store, with `clock` if given.
+fn stateful_engine_with(clock: Option<Arc<SimulatedClock>>) -> (Engine, Arc<InMemoryStore>) {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text(
         "rate-bench.cap",
@@ -282,10 +289,11 @@ fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
     );
     let policy = loader.finish().unwrap_or_else(|e| panic!("{e:?}"));
     let store = Arc::new(InMemoryStore::new());
-    // The system clock, as in a gateway: the simulated clock (tests, replay, REPL) serialises
-    // readers on a mutex, which is not what production threads contend on.
-    let engine = Engine::builder(policy).state(store.clone()).build();
-    (engine, store)
+    let mut builder = Engine::builder(policy).state(store.clone());
+    if let Some(clock) = clock {
+        builder = builder.clock(clock);
+    }
+    (builder.build(), store)
 }
 
 fn tool_call(tool: &str, agent: &str) -> Request {
@@ -501,20 +509,8 @@ fn report_memory() {
 /// A million keys over ten minutes, 100,000 new ones a minute on `1 per 1m`: the store holds
 /// about the keys of the last minute or two, not all of them.
 fn report_forgetting(kept_per_call: f64) {
-    let mut loader = PolicyLoader::new(Limits::DEFAULT);
-    loader.add_text(
-        "rate-bench.cap",
-        RATE_POLICY.to_owned(),
-        PolicyFormat::Cap,
-        None,
-    );
-    let policy = loader.finish().unwrap_or_else(|e| panic!("{e:?}"));
-    let store = Arc::new(InMemoryStore::new());
     let clock = Arc::new(SimulatedClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
-    let engine = Engine::builder(policy)
-        .state(store.clone())
-        .clock(clock.clone())
-        .build();
+    let (engine, store) = stateful_engine_with(Some(clock.clone()));
     let (mut held, mut agent) = (0, String::new());
     let start = Instant::now();
     for minute in 0..10 {

@@ -582,18 +582,23 @@ fn agree(store: &InMemoryStore, model: &Model, now: i128) {
     }
 }
 
+/// Applies `ops` to a fresh store and model, checking every answer after every step.
+fn run(ops: &[Op]) {
+    let store = InMemoryStore::new();
+    let mut model = Model::default();
+    let mut now = 0_i128;
+    for op in ops {
+        step(&store, &mut model, &mut now, op);
+        agree(&store, &model, now);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn store_agrees_with_the_model_after_every_step(ops in proptest::collection::vec(op(), 1..80)) {
-        let store = InMemoryStore::new();
-        let mut model = Model::default();
-        let mut now = 0_i128;
-        for op in &ops {
-            step(&store, &mut model, &mut now, op);
-            agree(&store, &model, now);
-        }
+        run(&ops);
     }
 
     /// Forgetting idle rate-limit keys — on demand here, as the store also does when a shard
@@ -606,13 +611,7 @@ proptest! {
             1..80,
         )
     ) {
-        let store = InMemoryStore::new();
-        let mut model = Model::default();
-        let mut now = 0_i128;
-        for op in &ops {
-            step(&store, &mut model, &mut now, op);
-            agree(&store, &model, now);
-        }
+        run(&ops);
     }
 }
 

@@ -330,12 +330,13 @@ impl Gcra {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const BASE: i128 = 1_800_000_000_000_000_000;
+    pub(crate) const BASE: i128 = 1_800_000_000_000_000_000;
 
-    fn window(count: u64, per_nanos: u64) -> Limit {
+    /// The limit of `rateLimit count per per_nanos ns`.
+    pub(crate) fn window(count: u64, per_nanos: u64) -> Limit {
         RateSpec::Window {
             count,
             per: Duration::from_nanos(per_nanos),
@@ -344,7 +345,8 @@ mod tests {
         .unwrap()
     }
 
-    fn bucket(count: u64, per_nanos: u64, burst: u64) -> Limit {
+    /// The limit of `rateLimit count per per_nanos ns burst burst`.
+    pub(crate) fn bucket(count: u64, per_nanos: u64, burst: u64) -> Limit {
         RateSpec::Bucket {
             count,
             per: Duration::from_nanos(per_nanos),

@@ -1,14 +1,11 @@
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::time::Duration;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::runtime::rate::RateSpec;
-
-const BASE: i128 = 1_800_000_000_000_000_000;
+use crate::runtime::rate::tests::{BASE, bucket, window};
 
 fn hash(key: &[u8]) -> u64 {
     let mut hasher = DefaultHasher::new();
@@ -22,25 +19,6 @@ fn admit(shard: &mut RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
 
 fn admits(shard: &RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
     shard.admits(hash(key), key, limit, now)
-}
-
-fn window(count: u64, per_nanos: u64) -> Limit {
-    RateSpec::Window {
-        count,
-        per: Duration::from_nanos(per_nanos),
-    }
-    .limit()
-    .unwrap()
-}
-
-fn bucket(count: u64, per_nanos: u64, burst: u64) -> Limit {
-    RateSpec::Bucket {
-        count,
-        per: Duration::from_nanos(per_nanos),
-        burst,
-    }
-    .limit()
-    .unwrap()
 }
 
 fn key(i: usize) -> Vec<u8> {
