@@ -255,6 +255,12 @@ const RATE_POLICY: &str = r#"skill "rate-bench" {
     justification "Benchmark: every call takes a token."
     rateLimit 1 per 1h burst 1000000000 by agent.id
   }
+  capability "plain" {
+    resource tool "ping"
+    operations call
+    lifetime process
+    justification "Benchmark: a stateful call that charges no rate limit."
+  }
   capability "minute" {
     resource tool "fetch"
     operations call
@@ -320,6 +326,11 @@ fn state(c: &mut Criterion) {
     assert_eq!(engine.check(&hot).decision, Verdict::Allow);
     group.bench_function("commit-hot-key", |b| {
         b.iter(|| engine.check(black_box(&hot)))
+    });
+    let plain = tool_call("ping", "agent-plain");
+    assert_eq!(engine.check(&plain).decision, Verdict::Allow);
+    group.bench_function("commit-no-rate-limit", |b| {
+        b.iter(|| engine.check(black_box(&plain)))
     });
     let keys = distinct_keys("bench", 4_096);
     let mut next = 0usize;
