@@ -8,11 +8,11 @@
 //! hold is evaluated as [`RateState::absent`] at that floor; under a clock that never goes back
 //! that is exactly what its forgotten state would have answered (`docs/runtime.md`).
 //!
-//! Forgetting happens in [`RateShard::forget_idle`]: when a new key arrives and the table holds
-//! twice the keys it kept at its last sweep (so a sweep, which reads the whole table, comes at
-//! most once per half a table of inserts, and the table never holds more than about twice the
-//! keys that were busy at a sweep), and when the store's owner calls
-//! `InMemoryStore::forget_idle`.
+//! Forgetting is incremental: every new key first looks at the next [`SWEEP_STEP`] buckets of
+//! the table (a cursor that wraps around) and forgets the idle keys there, so no call pays for
+//! more than a few, and a pass over the whole table takes at most a fraction of a table of
+//! inserts, which bounds the idle keys the table can hold. [`RateShard::forget_idle`] sweeps the
+//! whole table at once and gives memory back, for `InMemoryStore::forget_idle`.
 
 use hashbrown::HashTable;
 
@@ -24,13 +24,16 @@ pub(super) struct RateShard {
     /// The latest [`RateState::idle_at`] of a key this shard forgot; `i128::MIN` until it forgets
     /// one. Only rises.
     floor: i128,
-    /// How many keys the table may hold before the next new key sweeps it: twice what it kept at
-    /// the last sweep, at least [`MIN_SWEEP`].
-    next_sweep: usize,
+    /// The bucket the next incremental sweep starts at (taken modulo the bucket count, which
+    /// changes when the table grows or shrinks).
+    cursor: usize,
 }
 
-/// The table size below which a new key never sweeps.
-const MIN_SWEEP: usize = 32;
+/// How many buckets each new key's incremental sweep looks at. A table of `n` keys has at most
+/// about `2.3 n` buckets (hashbrown keeps it at most 7/8 full, in powers of two), so a pass takes
+/// at most ~`0.29 n` inserts and a table holds at most ~1.4× the keys that are busy (plus those
+/// that went idle since the cursor passed them).
+const SWEEP_STEP: usize = 8;
 
 impl RateShard {
     /// An empty shard.
@@ -38,7 +41,7 @@ impl RateShard {
         Self {
             table: HashTable::new(),
             floor: i128::MIN,
-            next_sweep: MIN_SWEEP,
+            cursor: 0,
         }
     }
 
@@ -72,9 +75,7 @@ impl RateShard {
         if !state.admit(limit, now) {
             return false;
         }
-        if self.table.len() >= self.next_sweep {
-            self.forget_idle(now, &rehash);
-        }
+        self.sweep_step(now);
         self.table
             .insert_unique(hash, (Box::from(key), state), |(key, _)| rehash(key));
         true
@@ -98,12 +99,33 @@ impl RateShard {
         });
         self.floor = floor;
         let len = self.table.len();
-        self.next_sweep = len.saturating_mul(2).max(MIN_SWEEP);
         if len < self.table.capacity() / 4 {
             self.table
                 .shrink_to(len.saturating_mul(2), |(key, _)| rehash(key));
         }
         before.saturating_sub(len)
+    }
+
+    /// Forgets the keys idle at `now` among the next [`SWEEP_STEP`] buckets, raising the floor as
+    /// [`RateShard::forget_idle`] does, and shrinks the ring buffers of the others.
+    fn sweep_step(&mut self, now: i128) {
+        let buckets = self.table.num_buckets();
+        if buckets == 0 {
+            return;
+        }
+        for _ in 0..SWEEP_STEP {
+            let index = self.cursor % buckets;
+            self.cursor = index.wrapping_add(1);
+            if let Ok(mut entry) = self.table.get_bucket_entry(index) {
+                let idle_at = entry.get().1.idle_at();
+                if idle_at <= now {
+                    self.floor = self.floor.max(idle_at);
+                    entry.remove();
+                } else {
+                    entry.get_mut().1.shrink();
+                }
+            }
+        }
     }
 }
 

@@ -294,10 +294,11 @@ impl InMemoryStore {
     /// Forgets the state of every rate-limit key that is idle at `now` (a window whose calls all
     /// stopped counting, a bucket that refilled) and returns how many it forgot.
     ///
-    /// The store already does this, shard by shard, whenever a new key finds its shard's table
-    /// full; call this (from a timer, say) to give memory back after a flood of keys that are
-    /// never seen again. Forgetting changes no decision while the clock does not go back; what a
-    /// clock set back sees is in `docs/runtime.md`.
+    /// The store already does this a few keys at a time: each new key first looks at the next
+    /// buckets of its shard. This sweeps every shard whole (locking one at a time) and gives
+    /// table memory back; call it from a timer, say, after floods of keys that are never seen
+    /// again. Forgetting changes no decision while the clock does not go back; what a clock set
+    /// back sees is in `docs/runtime.md`.
     pub fn forget_idle(&self, now: DateTime<Utc>) -> usize {
         let now = epoch_nanos(now);
         self.rate_shards
@@ -371,9 +372,9 @@ impl InMemoryStore {
     }
 
     /// Takes one slot per charge; every charge passed [`InMemoryStore::check_rates`] under the
-    /// same guards, so each `admit` succeeds. (A new key may make its shard forget idle keys
-    /// first; that changes no answer at this `now`: a key forgotten here was idle at `now`, and
-    /// the floor it raises is at most `now` — `RateShard::forget_idle`.)
+    /// same guards, so each `admit` succeeds. (A new key makes its shard forget the idle keys in
+    /// a few buckets first; that changes no answer at this `now`: a key forgotten here was idle
+    /// at `now`, and the floor it raises is at most `now`.)
     fn consume_rates(
         &self,
         guards: &mut impl Held,

@@ -108,6 +108,30 @@ fn a_full_table_forgets_idle_keys_instead_of_growing() {
 }
 
 #[test]
+fn a_new_key_forgets_only_the_few_idle_keys_its_sweep_step_looks_at() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..10_000 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE));
+    }
+    // All 10,000 are idle from +10; one new key forgets at most a step's worth of them.
+    assert!(admit(&mut shard, b"new-0", &limit, BASE + 10));
+    assert!(shard.len() >= 10_001 - SWEEP_STEP, "{}", shard.len());
+    // One pass of the cursor over every bucket forgets them all, and no busy key.
+    let passes = shard.table.num_buckets().div_ceil(SWEEP_STEP);
+    for i in 1..=passes {
+        assert!(admit(
+            &mut shard,
+            format!("new-{i}").as_bytes(),
+            &limit,
+            BASE + 10
+        ));
+    }
+    assert_eq!(shard.len(), passes + 1);
+    assert!(!admits(&shard, b"new-0", &limit, BASE + 19));
+}
+
+#[test]
 fn a_table_of_busy_keys_keeps_them_all_and_grows() {
     let limit = window(1, 10);
     let mut shard = RateShard::new();
