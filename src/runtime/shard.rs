@@ -9,9 +9,9 @@
 //! that is exactly what its forgotten state would have answered (`docs/runtime.md`).
 //!
 //! Forgetting is incremental: every new key first looks at the next [`SWEEP_STEP`] buckets of
-//! the table (a cursor that wraps around) and forgets the idle keys there, so no call pays for
-//! more than a few, and a pass over the whole table takes at most a fraction of a table of
-//! inserts, which bounds the idle keys the table can hold. [`RateShard::forget_idle`] sweeps the
+//! the table (a cursor that wraps around; from [`SWEEP_FROM`] keys on) and forgets the idle keys
+//! there, so no call pays for more than a few, and a pass over the whole table takes at most a
+//! fraction of a table of inserts, which bounds the idle keys the table can hold. [`RateShard::forget_idle`] sweeps the
 //! whole table at once and gives memory back, for `InMemoryStore::forget_idle`.
 
 use hashbrown::HashTable;
@@ -34,6 +34,11 @@ pub(super) struct RateShard {
 /// at most ~`0.29 n` inserts and a table holds at most ~1.4× the keys that are busy (plus those
 /// that went idle since the cursor passed them).
 const SWEEP_STEP: usize = 8;
+
+/// A shard holding fewer keys than this forgets none by itself (only `forget_idle` does): their
+/// memory is small (64 shards × 32 keys), and a small store then answers exactly as one that keeps
+/// every key, even under a clock set back (the runtime model test relies on it).
+const SWEEP_FROM: usize = 32;
 
 impl RateShard {
     /// An empty shard.
@@ -110,7 +115,7 @@ impl RateShard {
     /// [`RateShard::forget_idle`] does, and shrinks the ring buffers of the others.
     fn sweep_step(&mut self, now: i128) {
         let buckets = self.table.num_buckets();
-        if buckets == 0 {
+        if self.table.len() < SWEEP_FROM || buckets == 0 {
             return;
         }
         for _ in 0..SWEEP_STEP {

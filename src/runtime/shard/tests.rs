@@ -132,6 +132,36 @@ fn a_new_key_forgets_only_the_few_idle_keys_its_sweep_step_looks_at() {
 }
 
 #[test]
+fn new_keys_forget_no_key_before_its_idle_instant() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..40 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE));
+    }
+    // One nanosecond before those 40 go idle, 200 new keys' sweep steps pass over every bucket
+    // several times: none of the 40 may be forgotten.
+    for i in 0..200 {
+        assert!(admit(&mut shard, format!("late-{i}").as_bytes(), &limit, BASE + 9));
+    }
+    assert_eq!(shard.len(), 240);
+    for i in 0..40 {
+        assert!(!admits(&shard, &key(i), &limit, BASE + 9), "key {i}");
+    }
+}
+
+#[test]
+fn a_small_shard_forgets_nothing_by_itself() {
+    let limit = window(1, 10);
+    let mut shard = RateShard::new();
+    for i in 0..SWEEP_FROM - 1 {
+        assert!(admit(&mut shard, &key(i), &limit, BASE));
+    }
+    // All idle from +10, but below `SWEEP_FROM` keys a new key sweeps nothing.
+    assert!(admit(&mut shard, b"new", &limit, BASE + 10));
+    assert_eq!(shard.len(), SWEEP_FROM);
+}
+
+#[test]
 fn a_table_of_busy_keys_keeps_them_all_and_grows() {
     let limit = window(1, 10);
     let mut shard = RateShard::new();
@@ -161,7 +191,7 @@ fn forgetting_gives_back_the_table_memory_of_a_flood() {
 /// One step of the model-checking property.
 #[derive(Debug, Clone)]
 enum Step {
-    /// A call on key `key` (of a few), after the clock moves forward `advance` nanoseconds.
+    /// A call on key `key`, after the clock moves forward `advance` nanoseconds.
     Call { key: usize, advance: u8 },
     /// `forget_idle` at the current time.
     Forget,
@@ -169,10 +199,13 @@ enum Step {
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     let step = prop_oneof![
-        8 => (0..6_usize, 0..8_u8).prop_map(|(key, advance)| Step::Call { key, advance }),
+        // Six keys called often, and enough others (48 in all) for the table to pass
+        // `SWEEP_FROM` so that new keys sweep it too.
+        8 => (prop_oneof![0..6_usize, 0..48_usize], 0..8_u8)
+            .prop_map(|(key, advance)| Step::Call { key, advance }),
         1 => Just(Step::Forget),
     ];
-    proptest::collection::vec(step, 1..200)
+    proptest::collection::vec(step, 1..300)
 }
 
 fn limits() -> impl Strategy<Value = Limit> {
