@@ -261,6 +261,13 @@ const RATE_POLICY: &str = r#"skill "rate-bench" {
     lifetime process
     justification "Benchmark: a stateful call that charges no rate limit."
   }
+  capability "granted" {
+    resource tool "book"
+    operations call
+    lifetime wallClock 1h
+    justification "Benchmark: a call on a grant, charging one rate limit."
+    rateLimit 1 per 1h burst 1000000000 by agent.id
+  }
   capability "minute" {
     resource tool "fetch"
     operations call
@@ -331,6 +338,24 @@ fn state(c: &mut Criterion) {
     assert_eq!(engine.check(&plain).decision, Verdict::Allow);
     group.bench_function("commit-no-rate-limit", |b| {
         b.iter(|| engine.check(black_box(&plain)))
+    });
+    let token = engine
+        .issue_grant("rate-bench", "granted", None, None)
+        .unwrap();
+    let granted = Request::from_value(
+        json!({
+            "skill": "rate-bench",
+            "operation": "call",
+            "resource": "tool:book",
+            "agent": {"id": "agent-granted"},
+            "grant": token,
+        }),
+        &Limits::DEFAULT,
+    )
+    .unwrap();
+    assert_eq!(engine.check(&granted).decision, Verdict::Allow);
+    group.bench_function("commit-grant", |b| {
+        b.iter(|| engine.check(black_box(&granted)))
     });
     let keys = distinct_keys("bench", 4_096);
     let mut next = 0usize;

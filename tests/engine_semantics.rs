@@ -1889,6 +1889,25 @@ fn regression_reload_to_non_renewable_does_not_renew_an_old_grant() {
 }
 
 #[test]
+fn regression_an_expired_grant_is_reported_before_a_full_rate_limit() {
+    // Bug: a grant issued renewable, expired, under a capability reloaded as not renewable, was
+    // refused only by the commit, after the read-only rate check: with the rate limit full as
+    // well the deny said `rateLimit`, although SPEC §5.1 checks the grant before rate limits.
+    let limited = |lifetime: &str| lifetime_skill(&format!("{lifetime}\n    rateLimit 1 per 1h"));
+    let (engine, clock) = stateful(&limited("wallClock 10m renewable"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    // Takes the rate limit's one slot for the hour.
+    assert_allow(&decide(&engine, &granted("g")));
+    engine.reload(load(&limited("wallClock 10m")));
+    clock.set(at("2026-12-01T10:15:00Z"));
+    let decision = decide(&engine, &granted("g"));
+    assert_deny(&decision, ReasonKind::Lifetime);
+    assert_eq!(kinds(&decision), vec!["lifetime"]);
+}
+
+#[test]
 fn process_lifetime_needs_no_grant() {
     let (engine, _clock) = stateful(&lifetime_skill("process"));
     for _ in 0..5 {

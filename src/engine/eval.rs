@@ -357,14 +357,18 @@ impl Engine {
                         GrantStatus::ExpiredRenewable { revision } => {
                             // Renew only if the *current* capability is still renewable: a
                             // reload that drops `renewable` must not be widened by a grant issued
-                            // before it (regression: such grants were renewed).
-                            if let LifetimeSpec::WallClock {
+                            // before it (regression: such grants were renewed). Otherwise the
+                            // grant has expired, said here with the other grant checks, before
+                            // rate limits (regression: the commit said it, after them).
+                            let LifetimeSpec::WallClock {
                                 duration,
                                 renewable: true,
                             } = capability.lifetime
-                            {
-                                renew = Some(duration);
-                            }
+                            else {
+                                let (kind, message) = grant_refusal(GrantRefusal::Expired, token);
+                                return fail(kind, message);
+                            };
+                            renew = Some(duration);
                             revision
                         }
                         GrantStatus::Refused(refusal) => {
@@ -476,14 +480,14 @@ impl Engine {
             keys.get(start..end).unwrap_or(&[])
         };
         // The order of checks: a full rate limit denies before gating (lifetimes and grants
-        // were checked by the caller). A read-only check gives that order. It is skipped only
-        // when the commit's own check must give the same answer: nothing gates the call and it
-        // uses the process lifetime (the commit then refuses only for a rate limit, first
-        // charge first, with the same reason — or as revoked, for a revocation that lands
-        // between the caller's check and the commit). That saves a second lock of each key's
-        // shard.
+        // were checked by the caller, completely: the commit refuses the authority only when
+        // it changed since — a revocation, a grant used up or a transaction ended in between).
+        // A read-only check gives that order when the call is gated. Otherwise the commit's
+        // own check gives the same answer — it refuses for a rate limit, first charge first,
+        // with the same reason, or for an authority that changed in between — so the
+        // read-only check is skipped, saving a second lock of each key's shard.
         let gated = self.gate(skill, capability, request, names);
-        if gated.is_some() || capability.lifetime != LifetimeSpec::Process {
+        if gated.is_some() {
             for (index, limit) in capability.rate_limits.iter().enumerate() {
                 if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
                     return rate_reason(capability, limit);
