@@ -141,7 +141,12 @@ fn new_keys_forget_no_key_before_its_idle_instant() {
     // One nanosecond before those 40 go idle, 200 new keys' sweep steps pass over every bucket
     // several times: none of the 40 may be forgotten.
     for i in 0..200 {
-        assert!(admit(&mut shard, format!("late-{i}").as_bytes(), &limit, BASE + 9));
+        assert!(admit(
+            &mut shard,
+            format!("late-{i}").as_bytes(),
+            &limit,
+            BASE + 9
+        ));
     }
     assert_eq!(shard.len(), 240);
     for i in 0..40 {
