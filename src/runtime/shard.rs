@@ -11,8 +11,9 @@
 //! Forgetting is incremental: every new key first looks at the next [`SWEEP_STEP`] buckets of
 //! the table (a cursor that wraps around; from [`SWEEP_FROM`] keys on) and forgets the idle keys
 //! there, so no call pays for more than a few, and a pass over the whole table takes at most a
-//! fraction of a table of inserts, which bounds the idle keys the table can hold. [`RateShard::forget_idle`] sweeps the
-//! whole table at once and gives memory back, for `InMemoryStore::forget_idle`.
+//! fraction of a table of inserts, which bounds the idle keys the table can hold.
+//! [`RateShard::forget_idle`] sweeps the whole table at once and gives memory back, for
+//! `InMemoryStore::forget_idle`.
 
 use hashbrown::HashTable;
 
