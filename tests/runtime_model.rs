@@ -607,7 +607,10 @@ proptest! {
     #[test]
     fn forgetting_idle_keys_is_invisible_while_the_clock_never_goes_back(
         ops in proptest::collection::vec(
-            prop_oneof![8 => op().prop_filter("forward clock", |op| !matches!(op, Op::Back(_))), 2 => Just(Op::Forget)],
+            prop_oneof![
+                8 => op().prop_filter("forward clock", |op| !matches!(op, Op::Back(_))),
+                2 => Just(Op::Forget),
+            ],
             1..80,
         )
     ) {

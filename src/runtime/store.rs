@@ -283,7 +283,8 @@ impl InMemoryStore {
         }
     }
 
-    /// How many rate-limit keys have state (idle keys are forgotten: [`InMemoryStore::forget_idle`]).
+    /// How many rate-limit keys have state (idle keys are forgotten:
+    /// [`InMemoryStore::forget_idle`]).
     pub fn rate_key_count(&self) -> usize {
         self.rate_shards
             .iter()

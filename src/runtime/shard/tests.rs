@@ -271,7 +271,10 @@ proptest! {
             for &b in allowed.iter().filter(|&&b| b >= a) {
                 let inside = allowed.iter().filter(|&&t| (a..=b).contains(&t)).count();
                 let bound = i128::from(burst) + (b - a) / interval;
-                prop_assert!(i128::try_from(inside).unwrap() <= bound, "[{a}, {b}] holds {inside} > {bound}");
+                prop_assert!(
+                    i128::try_from(inside).unwrap() <= bound,
+                    "[{a}, {b}] holds {inside} > {bound}"
+                );
             }
         }
     }
