@@ -571,9 +571,18 @@ impl InMemoryStore {
         let nanos = epoch_nanos(now);
         let (skill, capability) = (commit.skill, commit.capability);
         if let Authority::Grant(_) = commit.authority {
+            // The rates first, under the shard locks already held: a call over its limit is
+            // refused under the registry's read lock, so a flood of them does not queue on the
+            // write lock every allowed grant call takes. The authority still decides the
+            // refusal when both fail, as documented on `StateStore::commit`.
+            if let Err(over_limit) = Self::check_rates(guards, commit.rates, hashes, nanos) {
+                self.read_registry()
+                    .check_authority(skill, capability, &commit.authority, now)?;
+                return Err(over_limit);
+            }
             let mut registry = self.write_registry();
             let spend = registry.check_authority(skill, capability, &commit.authority, now)?;
-            Self::check_rates(guards, commit.rates, hashes, nanos)?;
+            // The rates passed under the shard locks, which are still held.
             self.consume_rates(guards, commit.rates, hashes, nanos);
             registry.spend(spend);
         } else if matches!(commit.authority, Authority::Process)
@@ -725,6 +734,33 @@ mod tests {
             Err(CommitRefusal::Grant(GrantRefusal::UnknownToken))
         );
         assert_eq!(store.rate_key_count(), 0);
+    }
+
+    #[test]
+    fn a_refused_grant_outranks_a_full_rate_limit() {
+        // An over-limit grant call is refused under the registry's read lock, but the grant's
+        // refusal still comes first, as `StateStore::commit` documents.
+        let store = InMemoryStore::new();
+        let full = RateSpec::Window {
+            count: 0,
+            per: Duration::from_nanos(10),
+        };
+        let rates = [RateCharge {
+            key: b"k",
+            spec: full,
+        }];
+        let commit = Commit {
+            authority: Authority::Grant(GrantUse {
+                token: "missing",
+                transaction: None,
+                renew: None,
+            }),
+            ..process_commit(&rates)
+        };
+        assert_eq!(
+            store.commit(&commit, at(0)),
+            Err(CommitRefusal::Grant(GrantRefusal::UnknownToken))
+        );
     }
 
     #[test]
