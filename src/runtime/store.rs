@@ -668,6 +668,24 @@ mod tests {
         }
     }
 
+    /// A spec no call fits (`count 0`: unenforceable, so it refuses every call).
+    const FULL: RateSpec = RateSpec::Window {
+        count: 0,
+        per: Duration::from_nanos(10),
+    };
+
+    /// `rates` charged on the grant `token`.
+    fn grant_commit<'a>(token: &'a str, rates: &'a [RateCharge<'a>]) -> Commit<'a> {
+        Commit {
+            authority: Authority::Grant(GrantUse {
+                token,
+                transaction: None,
+                renew: None,
+            }),
+            ..process_commit(rates)
+        }
+    }
+
     #[test]
     fn commit_consumes_one_slot_per_charge() {
         let store = InMemoryStore::new();
@@ -721,16 +739,8 @@ mod tests {
             key: b"k",
             spec: WINDOW,
         }];
-        let commit = Commit {
-            authority: Authority::Grant(GrantUse {
-                token: "missing",
-                transaction: None,
-                renew: None,
-            }),
-            ..process_commit(&rates)
-        };
         assert_eq!(
-            store.commit(&commit, at(0)),
+            store.commit(&grant_commit("missing", &rates), at(0)),
             Err(CommitRefusal::Grant(GrantRefusal::UnknownToken))
         );
         assert_eq!(store.rate_key_count(), 0);
@@ -741,24 +751,12 @@ mod tests {
         // An over-limit grant call is refused under the registry's read lock, but the grant's
         // refusal still comes first, as `StateStore::commit` documents.
         let store = InMemoryStore::new();
-        let full = RateSpec::Window {
-            count: 0,
-            per: Duration::from_nanos(10),
-        };
         let rates = [RateCharge {
             key: b"k",
-            spec: full,
+            spec: FULL,
         }];
-        let commit = Commit {
-            authority: Authority::Grant(GrantUse {
-                token: "missing",
-                transaction: None,
-                renew: None,
-            }),
-            ..process_commit(&rates)
-        };
         assert_eq!(
-            store.commit(&commit, at(0)),
+            store.commit(&grant_commit("missing", &rates), at(0)),
             Err(CommitRefusal::Grant(GrantRefusal::UnknownToken))
         );
     }
@@ -777,24 +775,12 @@ mod tests {
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
-        let zero = RateSpec::Window {
-            count: 0,
-            per: Duration::from_nanos(10),
-        };
         let rates = [RateCharge {
             key: b"k",
-            spec: zero,
+            spec: FULL,
         }];
-        let commit = Commit {
-            authority: Authority::Grant(GrantUse {
-                token: "g",
-                transaction: None,
-                renew: None,
-            }),
-            ..process_commit(&rates)
-        };
         assert_eq!(
-            store.commit(&commit, at(0)),
+            store.commit(&grant_commit("g", &rates), at(0)),
             Err(CommitRefusal::RateLimited { charge: 0 })
         );
         let valid = GrantStatus::Valid { revision: 1 };
