@@ -219,12 +219,7 @@ fn decide(c: &mut Criterion) {
 
     // The same decision with an audit trail: JSON lines into `io::sink()`, so the row is the
     // record's CPU cost (a file adds its write per record).
-    let audited = Engine::builder(load(&[dir]))
-        .clock(Arc::new(SimulatedClock::new(
-            parse_timestamp(&now).unwrap(),
-        )))
-        .audit(JsonLinesAudit::new(std::io::sink()))
-        .build();
+    let (audited, request) = audited_scheduler();
     assert_eq!(audited.check(&request).decision, Verdict::Allow);
     group.bench_function("audited-json-lines", |b| {
         b.iter(|| audited.check(black_box(&request)))
@@ -409,16 +404,22 @@ fn audited_throughput(engine: &Engine, request: &Request, threads: usize, calls:
     (threads * calls) as f64 / start.elapsed().as_secs_f64()
 }
 
-fn report_audit_threads() {
+/// The `meeting-scheduler` policy's engine with an audit trail of JSON lines into
+/// `io::sink()`, and the first allowed call of its session.
+fn audited_scheduler() -> (Engine, Request) {
     let dir = Path::new("policies/meeting-scheduler");
     let (now, call) = first_allowed_call(&dir.join("meeting-scheduler.session.jsonl"));
-    let request = Request::from_value(call, &Limits::DEFAULT).unwrap();
     let engine = Engine::builder(load(&[dir]))
         .clock(Arc::new(SimulatedClock::new(
             parse_timestamp(&now).unwrap(),
         )))
         .audit(JsonLinesAudit::new(std::io::sink()))
         .build();
+    (engine, Request::from_value(call, &Limits::DEFAULT).unwrap())
+}
+
+fn report_audit_threads() {
+    let (engine, request) = audited_scheduler();
     let (calls, rounds) = (300_000, 5);
     let mut ratios: Vec<f64> = (0..rounds)
         .map(|_| {

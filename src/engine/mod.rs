@@ -565,15 +565,7 @@ impl Engine {
 
     /// Decides one request. Never panics and never allows on error.
     pub fn check(&self, request: &Request) -> Decision {
-        let view = request.view();
-        match &self.audit {
-            None => self.decide(&view),
-            Some(sink) => {
-                let (decision, revision) = self.decide_with_revision(&view);
-                self.audit_record(sink.as_ref(), &view, &decision, revision);
-                decision
-            }
-        }
+        self.decide_audited(&request.view())
     }
 
     /// Decides a request given as untrusted bytes (size, depth and duplicate keys are checked).
@@ -600,14 +592,21 @@ impl Engine {
     /// The decision of the tape path, or `None` for bytes that must be refused through a full
     /// parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
-        self.with_tape_view(tape, bytes, |view| match &self.audit {
+        self.with_tape_view(tape, bytes, |view| self.decide_audited(view))
+    }
+
+    /// The decision for `view`, and its audit record when a sink is set (with the revision read
+    /// in the policy snapshot that decided).
+    #[inline(always)]
+    fn decide_audited<'r, J: crate::vm::Json<'r>>(&self, view: &RequestView<'r, J>) -> Decision {
+        match &self.audit {
             None => self.decide(view),
             Some(sink) => {
                 let (decision, revision) = self.decide_with_revision(view);
                 self.audit_record(sink.as_ref(), view, &decision, revision);
                 decision
             }
-        })
+        }
     }
 
     /// The tape path alone, without the full-parse fallback: its decision, or `None` when the

@@ -93,16 +93,8 @@ impl RateShard {
     pub(super) fn forget_idle(&mut self, now: i128, rehash: impl Fn(&[u8]) -> u64) -> usize {
         let before = self.table.len();
         let mut floor = self.floor;
-        self.table.retain(|(_, state)| {
-            let idle_at = state.idle_at();
-            if idle_at <= now {
-                floor = floor.max(idle_at);
-                false
-            } else {
-                state.shrink();
-                true
-            }
-        });
+        self.table
+            .retain(|(_, state)| keep_unless_idle(state, now, &mut floor));
         self.floor = floor;
         let len = self.table.len();
         if len < self.table.capacity() / 4 {
@@ -123,15 +115,25 @@ impl RateShard {
             let index = self.cursor % buckets;
             self.cursor = index.wrapping_add(1);
             if let Ok(mut entry) = self.table.get_bucket_entry(index) {
-                let idle_at = entry.get().1.idle_at();
-                if idle_at <= now {
-                    self.floor = self.floor.max(idle_at);
+                if !keep_unless_idle(&mut entry.get_mut().1, now, &mut self.floor) {
                     entry.remove();
-                } else {
-                    entry.get_mut().1.shrink();
                 }
             }
         }
+    }
+}
+
+/// The forgetting rule, for both sweeps: false (forget it) when `state` is idle at `now`, which
+/// raises `floor` to the instant it became idle; otherwise true, and its ring buffer shrunk.
+#[inline]
+fn keep_unless_idle(state: &mut RateState, now: i128, floor: &mut i128) -> bool {
+    let idle_at = state.idle_at();
+    if idle_at <= now {
+        *floor = (*floor).max(idle_at);
+        false
+    } else {
+        state.shrink();
+        true
     }
 }
 

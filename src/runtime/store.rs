@@ -299,7 +299,8 @@ impl InMemoryStore {
     /// buckets of its shard. This sweeps every shard whole (locking one at a time) and gives
     /// table memory back; call it from a timer, say, after floods of keys that are never seen
     /// again. Forgetting changes no decision while the clock does not go back; what a clock set
-    /// back sees is in `docs/runtime.md`.
+    /// back sees is in `docs/runtime.md`. Pass the engine clock's reading: a `now` ahead of it
+    /// makes the calls that follow see a clock set back.
     pub fn forget_idle(&self, now: DateTime<Utc>) -> usize {
         let now = epoch_nanos(now);
         self.rate_shards
