@@ -21,9 +21,9 @@ pub mod value;
 pub mod vm;
 
 pub use engine::{
-    AuditRecord, AuditSink, CandidateTrace, Decision, Diagnostic, Engine, EngineBuilder,
-    EngineError, JsonLinesAudit, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader, PolicySet,
-    Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
+    AuditRecord, AuditSink, AuditWriteFailures, CandidateTrace, Decision, Diagnostic, Engine,
+    EngineBuilder, EngineError, JsonLinesAudit, LoadError, LoadedPolicy, PolicyFormat,
+    PolicyLoader, PolicySet, Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
 };
 pub use limits::Limits;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};

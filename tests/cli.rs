@@ -646,6 +646,44 @@ fn replay_audit_writes_one_line_per_decision_and_never_the_payload() {
     );
 }
 
+/// Regression: a failed audit write was dropped silently (the sink's comment said the CLI
+/// reported it; nothing did), so `--audit` on a full disk exited 0 with no trail. An audit
+/// trail that cannot be written (here `/dev/full`: every write fails with "no space") is now
+/// reported, and the run exits 2 even though the decision itself was allow.
+#[cfg(target_os = "linux")]
+#[test]
+fn regression_an_audit_file_that_cannot_be_written_fails_the_run() {
+    let (dir, policy) = setup();
+    let path = session(
+        &dir,
+        &[
+            json!({"time": IN_HOURS}),
+            json!({"grant": {"skill": "s", "capability": "c"}, "id": "g"}),
+            json!({"call": granted("1", "g")}),
+        ],
+    );
+    let output = run(
+        &["replay", "-p", &policy, &path, "--audit", "/dev/full"],
+        "",
+    );
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("1 audit record(s) could not be written to `/dev/full`"),
+        "{err}"
+    );
+    let ok = check(&policy, &get("1"), &["--now", IN_HOURS]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    let full = check(
+        &policy,
+        &get("1"),
+        &["--now", IN_HOURS, "--audit", "/dev/full"],
+    );
+    assert_eq!(code(&full), 2, "{}", stderr(&full));
+    assert_eq!(json_lines(&full)[0]["decision"], "allow");
+    assert!(stderr(&full).contains("audit record(s) could not be written"));
+}
+
 /// Regression: `capgate replay ... | head` panicked with "failed printing to stdout: Broken pipe"
 /// once the reader went away. A closed standard output now ends the process quietly.
 #[test]

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use capgate::{Engine, JsonLinesAudit, Limits, Request, SimulatedClock, parse_timestamp};
+use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
 
 use super::output::{decision_text, exit_code};
-use super::{EXIT_INPUT, Format, load_policies};
+use super::{EXIT_INPUT, Format, audit, load_policies};
 
 /// Arguments of `capgate check`.
 #[derive(Debug, Args)]
@@ -79,17 +79,14 @@ pub fn run(args: CheckArgs) -> u8 {
     if let Some(now) = now {
         builder = builder.clock(Arc::new(SimulatedClock::new(now)));
     }
+    let mut audit = None;
     if let Some(path) = &args.audit {
-        match std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            Ok(file) => builder = builder.audit(JsonLinesAudit::new(std::io::BufWriter::new(file))),
-            Err(e) => {
-                eprintln!("error: cannot open audit file `{}`: {e}", path.display());
-                return EXIT_INPUT;
+        match audit::open(path) {
+            Ok(sink) => {
+                builder = builder.audit(sink.clone());
+                audit = Some((sink, path));
             }
+            Err(code) => return code,
         }
     }
     let engine = builder.build();
@@ -108,6 +105,11 @@ pub fn run(args: CheckArgs) -> u8 {
                 return EXIT_INPUT;
             }
         },
+    }
+    if let Some((sink, path)) = &audit
+        && let Err(code) = audit::check_written(sink, path)
+    {
+        return code;
     }
     exit_code(&decision)
 }

@@ -18,6 +18,7 @@ macro_rules! out {
     };
 }
 
+mod audit;
 mod check;
 mod compile;
 mod convert;

@@ -1,14 +1,12 @@
 //! `capgate replay`: run a JSON Lines session on one stateful engine with a simulated clock.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use capgate::{JsonLinesAudit, Limits, Session, SessionOptions};
+use capgate::{Limits, Session, SessionOptions};
 
-use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK, Format, load_policies};
+use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK, Format, audit, load_policies};
 
 /// Arguments of `capgate replay`.
 #[derive(Debug, Args)]
@@ -69,13 +67,14 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         limits: Some(limits),
         ..SessionOptions::default()
     };
+    let mut audit = None;
     if let Some(path) = &args.audit {
-        match File::options().create(true).append(true).open(path) {
-            Ok(file) => options.audit = Some(JsonLinesAudit::new(BufWriter::new(file))),
-            Err(e) => {
-                eprintln!("error: cannot open audit file `{}`: {e}", path.display());
-                return EXIT_INPUT;
+        match audit::open(path) {
+            Ok(sink) => {
+                options.audit = Some(sink.clone());
+                audit = Some((sink, path));
             }
+            Err(code) => return code,
         }
     }
     let session = Session::new(policy, options);
@@ -100,6 +99,11 @@ pub fn run(mut args: ReplayArgs) -> u8 {
             Format::Json => outln!("{}", result.json),
             Format::Text => out!("{}", result.text),
         }
+    }
+    if let Some((sink, path)) = &audit
+        && let Err(code) = audit::check_written(sink, path)
+    {
+        return code;
     }
     if errors > 0 {
         eprintln!("error: {errors} session line(s) could not be run");

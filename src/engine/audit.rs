@@ -45,28 +45,84 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 }
 
 /// Writes records as JSON lines to any writer (a file, for `--audit FILE`).
+///
+/// Each record is serialised whole into a line buffer the sink keeps (so it allocates only
+/// while a record is longer than any before it), then handed to the writer in one `write_all`
+/// and flushed: an unbuffered writer such as a bare [`std::fs::File`] sees one `write` per
+/// record, not one per JSON token, and a line is never interleaved with another thread's.
+///
+/// A failed write or flush does not change the decision (the sink runs after it), but it is
+/// not silent either: [`JsonLinesAudit::write_failures`] counts the records concerned and keeps
+/// the first error, and the CLI turns them into exit code 2.
 #[derive(Debug)]
 pub struct JsonLinesAudit<W: Write + Send> {
-    out: Mutex<W>,
+    state: Mutex<Lines<W>>,
+}
+
+/// The writer, the line buffer reused for every record, and what failed.
+#[derive(Debug)]
+struct Lines<W> {
+    out: W,
+    line: Vec<u8>,
+    failures: Option<AuditWriteFailures>,
+}
+
+/// Records a [`JsonLinesAudit`] could not hand to its writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditWriteFailures {
+    /// How many records failed to be written or flushed.
+    pub records: u64,
+    /// The first failure's error, as text.
+    pub first_error: String,
 }
 
 impl<W: Write + Send> JsonLinesAudit<W> {
     /// Wraps a writer.
     pub fn new(out: W) -> Arc<Self> {
         Arc::new(JsonLinesAudit {
-            out: Mutex::new(out),
+            state: Mutex::new(Lines {
+                out,
+                line: Vec::new(),
+                failures: None,
+            }),
         })
+    }
+
+    /// The records that could not be written so far, or `None` if every one was.
+    pub fn write_failures(&self) -> Option<AuditWriteFailures> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.failures.clone()
     }
 }
 
 impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
     fn record(&self, record: &AuditRecord<'_>) {
-        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        // An audit write failure must not change the decision; it is reported on stderr once
-        // per failure by the CLI's writer.
-        if serde_json::to_writer(&mut *out, record).is_ok() {
-            let _ = out.write_all(b"\n");
-            let _ = out.flush();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Lines {
+            out,
+            line,
+            failures,
+        } = &mut *state;
+        line.clear();
+        // Serialised whole before anything is written, so a failure never leaves half a line
+        // from this step (serialising this record type into memory cannot fail in practice).
+        let written = serde_json::to_writer(&mut *line, record)
+            .map_err(std::io::Error::from)
+            .and_then(|()| {
+                line.push(b'\n');
+                out.write_all(line)?;
+                out.flush()
+            });
+        if let Err(e) = written {
+            match failures {
+                Some(failures) => failures.records += 1,
+                None => {
+                    *failures = Some(AuditWriteFailures {
+                        records: 1,
+                        first_error: e.to_string(),
+                    })
+                }
+            }
         }
     }
 }
@@ -107,6 +163,60 @@ mod tests {
             reasons: &[],
             revision: Some("00000000000000ff".to_owned()),
         }
+    }
+
+    /// A writer that counts its `write` calls and can be told to fail them.
+    #[derive(Debug, Clone, Default)]
+    struct Counting {
+        writes: Arc<Mutex<Vec<usize>>>,
+        fail: bool,
+    }
+
+    impl Write for Counting {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if self.fail {
+                return Err(std::io::Error::other("disk full"));
+            }
+            self.writes.lock().unwrap().push(bytes.len());
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_unbuffered_writer_gets_one_write_per_whole_record() {
+        let out = Counting::default();
+        let sink = JsonLinesAudit::new(out.clone());
+        sink.record(&record("s", "agent-1"));
+        sink.record(&record("a-longer-skill-name", "agent-2"));
+        let writes = out.writes.lock().unwrap().clone();
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        let first = serde_json::to_vec(&record("s", "agent-1")).unwrap();
+        assert_eq!(writes[0], first.len() + 1);
+        assert_eq!(sink.write_failures(), None);
+    }
+
+    #[test]
+    fn failed_writes_are_counted_with_the_first_error() {
+        let out = Counting {
+            fail: true,
+            ..Counting::default()
+        };
+        let sink = JsonLinesAudit::new(out);
+        assert_eq!(sink.write_failures(), None);
+        for _ in 0..3 {
+            sink.record(&record("s", "agent-1"));
+        }
+        assert_eq!(
+            sink.write_failures(),
+            Some(AuditWriteFailures {
+                records: 3,
+                first_error: "disk full".to_owned(),
+            })
+        );
     }
 
     #[test]

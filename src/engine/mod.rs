@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-pub use audit::{AuditRecord, AuditSink, JsonLinesAudit};
+pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
 pub use eval::CandidateTrace;
 pub use load::{Diagnostic, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader};
