@@ -8,14 +8,14 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(parse manifest_json compile verify decide differential tape matcher)
+  targets=(parse manifest_json compile verify decide differential tape matcher session)
 fi
 ./seed.sh
 for target in "${targets[@]}"; do
   dict=()
   case "$target" in
     parse | compile | manifest_json) dict=(-dict=dict/capgate.dict) ;;
-    tape) dict=(-dict=dict/json.dict) ;;
+    tape | session) dict=(-dict=dict/json.dict) ;;
   esac
   echo "== $target (${seconds}s)"
   cargo fuzz run -s none "$target" "corpus/$target" -- \

@@ -8,6 +8,7 @@
 #                         tests/*.rs, and the JSON Schema suite under ../shared/conformance (each
 #                         file, each schema and each test instance); needs jq (and python3 for
 #                         the snippets of tests/*.rs)
+#   session            <- policies/**/*.session.jsonl in windows of 48 lines
 #   matcher            <- every `fieldMatches` regex of policies/, tests/ and docs/ (as the
 #                         compiler wraps it, with its `i` flag) followed by sample texts
 # The structured targets (verify, decide, differential) need no seeds: their inputs are built
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=..
 mkdir -p corpus/parse corpus/compile corpus/manifest_json corpus/verify corpus/decide corpus/differential \
-  corpus/tape corpus/matcher
+  corpus/tape corpus/matcher corpus/session
 
 seed() { # seed TARGET FILE: copies FILE under a name derived from its content
   local name
@@ -108,6 +109,14 @@ if command -v jq >/dev/null; then
 else
   echo "jq not found: the tape corpus lacks the session calls and schema-suite instances" >&2
 fi
+# The session target: each replay session of policies/ in windows of 48 lines (the target reads
+# 64 at most), so later parts of long sessions are seeds too.
+for f in "${sessions[@]}"; do
+  tmp=$(mktemp -d)
+  split -l 48 "$f" "$tmp/part-"
+  for part in "$tmp"/part-*; do seed session "$part"; done
+  rm -rf "$tmp"
+done
 # Objects around the tape's switch from a linear duplicate-key scan to its key set (16 members):
 # one key byte erased or changed makes a duplicate of an earlier key, on either side of it.
 large_object() { # large_object N PREFIX: an object with N members "PREFIX0".."PREFIX<N-1>"
@@ -153,6 +162,6 @@ for path in sorted(p for d in ("policies", "tests", "docs") for p in (root / d).
 PY
 fi
 
-for target in parse compile manifest_json tape matcher; do
+for target in parse compile manifest_json tape matcher session; do
   echo "$target: $(find "corpus/$target" -type f | wc -l) seeds"
 done
