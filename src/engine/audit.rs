@@ -1,17 +1,21 @@
 //! The audit trail: one record per decision, never the payload.
 
+mod line;
+
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
 
 use super::decision::{Reason, Verdict};
 
 /// What the audit trail keeps of one decision.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditRecord<'a> {
-    /// The engine clock's instant (RFC 3339).
-    pub time: String,
+    /// The engine clock's instant (serialised in RFC 3339, as `DateTime::to_rfc3339` writes it).
+    #[serde(serialize_with = "rfc3339")]
+    pub time: DateTime<Utc>,
     /// The decision returned.
     pub decision: Verdict,
     /// In observe mode, the decision that would have been enforced.
@@ -33,8 +37,22 @@ pub struct AuditRecord<'a> {
     pub grant: Option<&'a str>,
     /// Why.
     pub reasons: &'a [Reason],
-    /// The revision (manifest hash) of the skill that decided, in hex.
-    pub revision: Option<String>,
+    /// The revision (manifest hash) of the skill that decided (serialised as 16 hex digits).
+    #[serde(serialize_with = "hex_revision")]
+    pub revision: Option<u64>,
+}
+
+/// `time` as `DateTime::to_rfc3339` writes it.
+fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&time.to_rfc3339())
+}
+
+/// `revision` as 16 lower-case hex digits, or `null`.
+fn hex_revision<S: Serializer>(revision: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match revision {
+        Some(revision) => serializer.serialize_str(&format!("{revision:016x}")),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Receives one record per decision. Implementations must not block for long: they run on the
@@ -46,9 +64,10 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 
 /// Writes records as JSON lines to any writer (a file, for `--audit FILE`).
 ///
-/// Each record is serialised whole into a line buffer the sink keeps (so it allocates only
-/// while a record is longer than any before it), then handed to the writer in one `write_all`
-/// and flushed: an unbuffered writer such as a bare [`std::fs::File`] sees one `write` per
+/// Each record is written whole into a line buffer the sink keeps (so it allocates only while a
+/// record is longer than any before it) — the bytes `serde_json` makes of [`AuditRecord`]'s
+/// `Serialize`, written field by field without escaping the fixed keys byte by byte — then
+/// handed to the writer in one `write_all` and flushed: an unbuffered writer such as a bare [`std::fs::File`] sees one `write` per
 /// record, not one per JSON token, and a line is never interleaved with another thread's.
 ///
 /// A failed write or flush does not change the decision (the sink runs after it), but it is
@@ -104,9 +123,9 @@ impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
             failures,
         } = &mut *state;
         line.clear();
-        // Serialised whole before anything is written, so a failure never leaves half a line
-        // from this step (serialising this record type into memory cannot fail in practice).
-        let written = serde_json::to_writer(&mut *line, record)
+        // Written whole before anything reaches the writer, so a failure never leaves half a
+        // line from this step (writing this record into memory cannot fail in practice).
+        let written = line::write(line, record)
             .map_err(std::io::Error::from)
             .and_then(|()| {
                 line.push(b'\n');
@@ -150,7 +169,7 @@ mod tests {
 
     fn record<'a>(skill: &'a str, agent: &'a str) -> AuditRecord<'a> {
         AuditRecord {
-            time: "2026-12-01T15:00:00+00:00".to_owned(),
+            time: DateTime::from_timestamp(1_796_137_200, 0).unwrap(),
             decision: Verdict::Allow,
             observed: None,
             skill,
@@ -161,7 +180,7 @@ mod tests {
             transaction: None,
             grant: None,
             reasons: &[],
-            revision: Some("00000000000000ff".to_owned()),
+            revision: Some(0xff),
         }
     }
 

@@ -703,10 +703,9 @@ impl Engine {
         decision: &Decision,
         revision: Option<u64>,
     ) {
-        let revision = revision.map(|revision| format!("{revision:016x}"));
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
-            time: self.clock.now().to_rfc3339(),
+            time: self.clock.now(),
             decision: decision.decision,
             observed: decision.observed,
             skill: &request.skill,
@@ -821,7 +820,7 @@ mod tests {
             self.0
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(record.revision.clone());
+                .push(record.revision.map(|revision| format!("{revision:016x}")));
         }
     }
 
