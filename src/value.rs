@@ -213,14 +213,20 @@ fn is_plain_key(key: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
 }
 
+/// A key step as paths print it: `.key` when the key reads as a name, `["odd key"]` otherwise.
+pub(crate) fn write_key_segment(f: &mut fmt::Formatter<'_>, key: &str) -> fmt::Result {
+    if is_plain_key(key) {
+        write!(f, ".{key}")
+    } else {
+        let quoted = serde_json::to_string(key).map_err(|_| fmt::Error)?;
+        write!(f, "[{quoted}]")
+    }
+}
+
 impl fmt::Display for Segment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Segment::Key(key) if is_plain_key(key) => write!(f, ".{key}"),
-            Segment::Key(key) => {
-                let quoted = serde_json::to_string(key).map_err(|_| fmt::Error)?;
-                write!(f, "[{quoted}]")
-            }
+            Segment::Key(key) => write_key_segment(f, key),
             Segment::Index(i) => write!(f, "[{i}]"),
             Segment::Wildcard => f.write_str("[*]"),
         }

@@ -11,6 +11,7 @@
 //! visits at most the payload nodes its path reaches. See `docs/bytecode.md` for the bound.
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 
@@ -539,14 +540,16 @@ fn test<'r, J: Json<'r>, S: Sink>(
 fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
     match &path.access {
         PathAccess::Json { root, .. } => {
-            let mut text = String::from(root.name());
-            if trail.segments.is_empty() {
+            if trail.steps.is_empty() {
                 // The walk never stepped (e.g. it held, or the root itself failed): print the
                 // path as written.
                 return path.text.clone();
             }
-            for segment in &trail.segments {
-                text.push_str(&segment.to_string());
+            let mut text = String::with_capacity(path.text.len() + 8);
+            text.push_str(root.name());
+            for step in &trail.steps {
+                // Writing into a `String` cannot fail.
+                let _ = write!(text, "{step}");
             }
             text
         }

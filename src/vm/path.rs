@@ -12,6 +12,8 @@
 //! exception is a root that is `null`: SPEC §4 says an absent payload (agent, context) *is*
 //! `null`, so every path below a `null` root is absent.
 
+use std::fmt;
+
 use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::resource::QueryValue;
@@ -111,16 +113,17 @@ pub enum Stop {
     TooLong(usize),
 }
 
-/// Records the concrete path of the value being visited.
-pub trait Trail {
+/// Records the concrete path of the value being visited; keys are borrowed from the compiled
+/// path (`'s`), never from the request.
+pub trait Trail<'s> {
     /// Enters a segment.
-    fn push(&mut self, segment: ConcreteStep<'_>);
+    fn push(&mut self, segment: ConcreteStep<'s>);
     /// Leaves it.
     fn pop(&mut self);
 }
 
 /// A concrete step: a key or an index (never a wildcard).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConcreteStep<'a> {
     /// An object member.
     Key(&'a str),
@@ -132,29 +135,37 @@ pub enum ConcreteStep<'a> {
 #[derive(Debug, Default)]
 pub struct NoTrail;
 
-impl Trail for NoTrail {
+impl Trail<'_> for NoTrail {
     #[inline]
     fn push(&mut self, _segment: ConcreteStep<'_>) {}
     #[inline]
     fn pop(&mut self) {}
 }
 
-/// Records owned segments, for deny reasons.
+/// Records the steps taken, for deny reasons (borrowed: no allocation per step once the
+/// vector has grown).
 #[derive(Debug, Default)]
-pub struct SegmentTrail {
-    /// The segments so far.
-    pub segments: Vec<Segment>,
+pub struct SegmentTrail<'s> {
+    /// The steps so far.
+    pub steps: Vec<ConcreteStep<'s>>,
 }
 
-impl Trail for SegmentTrail {
-    fn push(&mut self, segment: ConcreteStep<'_>) {
-        self.segments.push(match segment {
-            ConcreteStep::Key(k) => Segment::Key(k.to_owned()),
-            ConcreteStep::Index(i) => Segment::Index(u64::try_from(i).unwrap_or(u64::MAX)),
-        });
+impl<'s> Trail<'s> for SegmentTrail<'s> {
+    fn push(&mut self, segment: ConcreteStep<'s>) {
+        self.steps.push(segment);
     }
     fn pop(&mut self) {
-        self.segments.pop();
+        self.steps.pop();
+    }
+}
+
+impl fmt::Display for ConcreteStep<'_> {
+    /// As the same step of a [`crate::value::Path`] prints: `.key`, `["odd key"]` or `[3]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ConcreteStep::Key(key) => crate::value::write_key_segment(f, key),
+            ConcreteStep::Index(index) => write!(f, "[{index}]"),
+        }
     }
 }
 
@@ -162,9 +173,9 @@ impl Trail for SegmentTrail {
 ///
 /// Returns `Ok(())` when every value holds (or the path is absent and `optional`), otherwise
 /// why it stopped; on a stop, `trail` holds the concrete path of the offending value.
-pub fn visit<'r, J: Json<'r>, T: Trail>(
+pub fn visit<'r, 's, J: Json<'r>, T: Trail<'s>>(
     input: &Input<'_, J>,
-    path: &CompiledPath,
+    path: &'s CompiledPath,
     optional: bool,
     trail: &mut T,
     predicate: &mut impl FnMut(Leaf<'_, J>) -> bool,
@@ -216,7 +227,7 @@ enum Reached<'s, J> {
 /// Follows the key and index segments at the start of `segments` from `value`, pushing each on
 /// `trail` and counting them in `pushed`; stops at the end or at a `[*]`.
 #[inline(always)]
-fn follow<'r, 's, J: Json<'r>, T: Trail>(
+fn follow<'r, 's, J: Json<'r>, T: Trail<'s>>(
     mut value: J,
     mut segments: &'s [Segment],
     optional: bool,
@@ -257,9 +268,9 @@ fn follow<'r, 's, J: Json<'r>, T: Trail>(
 /// `[*]` follows (the recursive calls' frames were ~5 % of a decision's instructions). On
 /// success every segment pushed on `trail` is popped again; on a stop the trail is left at the
 /// offending value.
-fn walk<'r, J: Json<'r>, T: Trail>(
+fn walk<'r, 's, J: Json<'r>, T: Trail<'s>>(
     value: J,
-    segments: &[Segment],
+    segments: &'s [Segment],
     optional: bool,
     max_array_scan: usize,
     trail: &mut T,
@@ -398,7 +409,15 @@ mod tests {
                 s != Some(bad)
             })
         });
-        (result, trail.segments, seen)
+        let trail = trail
+            .steps
+            .iter()
+            .map(|step| match *step {
+                super::ConcreteStep::Key(k) => key(k),
+                super::ConcreteStep::Index(i) => Segment::Index(i as u64),
+            })
+            .collect();
+        (result, trail, seen)
     }
 
     #[test]
