@@ -8,9 +8,10 @@
 //! anything else goes to serde_json's own string escaping, so the two can never disagree on how
 //! a string is escaped.
 
+use std::io::Write;
+
 use chrono::format::{Fixed, Item};
 use chrono::{DateTime, Datelike, Timelike, Utc};
-use std::io::Write;
 
 use super::AuditRecord;
 
