@@ -589,6 +589,25 @@ impl Engine {
         self.check_slice_parsed(bytes)
     }
 
+    /// Decides a request the caller has already parsed onto a [`crate::tape::Tape`] — for a
+    /// gateway that parses the bytes once for its own use (routing, say) and then asks for a
+    /// decision without parsing them again.
+    ///
+    /// Gives exactly [`Engine::check_slice`]'s decision on `doc.bytes()`, audit record included,
+    /// whatever depth limit the caller parsed with: a document larger than `max_request_bytes`
+    /// or not a request this engine reads (a member nested deeper than `max_payload_depth`
+    /// included, which also bounds the whole document well inside the engine's own parse
+    /// limit) is decided through the same full parse, so the input error is the same too.
+    pub fn check_doc(&self, doc: &crate::tape::Doc<'_>) -> Decision {
+        let bytes = doc.bytes();
+        if bytes.len() <= self.limits.max_request_bytes
+            && let Ok(view) = RequestView::from_tape(doc.root(), self.limits.max_payload_depth)
+        {
+            return self.decide_audited(&view);
+        }
+        self.check_slice_parsed(bytes)
+    }
+
     /// The decision of the tape path, or `None` for bytes that must be refused through a full
     /// parse.
     fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {

@@ -4,12 +4,15 @@
 //! Run with `cargo run --release --manifest-path benches/peers/Cargo.toml` from the capgate
 //! checkout. `PEERS_ROUNDS` (default 3) sets how many times every row is measured; the table
 //! keeps each row's best round, since the machine it runs on is usually shared and noisy.
+//! `PEERS_SPLIT=1` instead splits capgate's from-bytes time into parse and decision (`split.rs`);
+//! `PEERS_PROFILE` runs one engine alone, for a profiler (below).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod baseline;
 mod harness;
 mod peers;
+mod split;
 
 use std::hint::black_box;
 use std::path::Path;
@@ -195,6 +198,12 @@ fn main() {
     // `PEERS_VARIANT=deny`), for perf or callgrind; `baseline` and `baseline-bytes` run the
     // hand-written `Value` decision and the `IgnoredAny` scan the same way, so instruction
     // counts compare where wall times move with each build's code layout.
+    if std::env::var("PEERS_SPLIT").is_ok() {
+        let input = &inputs[0];
+        split::run(&engine, &input.bytes, &input.parsed, rounds.max(1));
+        return;
+    }
+
     if let Ok(mode) = std::env::var("PEERS_PROFILE") {
         let deny = std::env::var("PEERS_VARIANT").is_ok_and(|v| v == "deny");
         let input = &inputs[usize::from(deny)];

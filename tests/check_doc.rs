@@ -1,0 +1,142 @@
+//! `Engine::check_doc`: a request the caller parsed onto a tape is decided exactly as
+//! `check_slice` decides its bytes — verdicts, reasons, input errors and audit records — whatever
+//! depth limit the caller parsed with.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::sync::{Arc, Mutex};
+
+use capgate::tape::Tape;
+use capgate::{
+    AuditRecord, AuditSink, Engine, Limits, PolicyFormat, PolicyLoader, SimulatedClock,
+    parse_timestamp,
+};
+
+const POLICY: &str = r#"
+skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    fieldRange payload.n <= 10
+    justification "j"
+  }
+}
+"#;
+
+/// Small limits, so the size and depth fallbacks are reachable with short inputs.
+const LIMITS: Limits = Limits {
+    max_payload_depth: 3,
+    max_request_bytes: 200,
+    ..Limits::DEFAULT
+};
+
+#[derive(Debug, Default)]
+struct Records(Mutex<Vec<String>>);
+
+impl AuditSink for Records {
+    fn record(&self, record: &AuditRecord<'_>) {
+        let line = serde_json::to_string(record).unwrap();
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+fn engine(sink: Arc<Records>) -> Engine {
+    let mut loader = PolicyLoader::new(LIMITS);
+    loader.add_text("p.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
+    let now = parse_timestamp("2026-12-01T10:00:00Z").unwrap();
+    Engine::builder(loader.finish().unwrap())
+        .limits(LIMITS)
+        .clock(Arc::new(SimulatedClock::new(now)))
+        .audit(sink)
+        .build()
+}
+
+/// An allowed request whose payload nests `depth` containers (`{"n":1,"a":[[…1…]]}`).
+fn nested(depth: usize) -> String {
+    let mut inner = "1".to_owned();
+    for _ in 1..depth {
+        inner = format!("[{inner}]");
+    }
+    format!(
+        r#"{{"skill":"s","operation":"call","resource":"tool:t","payload":{{"n":1,"a":{inner}}}}}"#
+    )
+}
+
+#[test]
+fn check_doc_decides_as_check_slice_on_every_kind_of_input() {
+    let long = format!(
+        r#"{{"skill":"s","operation":"call","resource":"tool:t","payload":{{"n":1,"pad":"{}"}}}}"#,
+        "x".repeat(300)
+    );
+    let inputs: Vec<String> = vec![
+        // allowed, and denied by the constraint
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":3}}"#.to_owned(),
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":11}}"#.to_owned(),
+        // an unknown skill, an operation not granted
+        r#"{"skill":"nobody","operation":"call","resource":"tool:t"}"#.to_owned(),
+        r#"{"skill":"s","operation":"delete","resource":"tool:t"}"#.to_owned(),
+        // not a request: an unknown member, a member of the wrong type, not an object
+        r#"{"skill":"s","operation":"call","resource":"tool:t","extra":1}"#.to_owned(),
+        r#"{"skill":"s","operation":7,"resource":"tool:t"}"#.to_owned(),
+        r#"["skill"]"#.to_owned(),
+        // payloads at the depth limit and past it, and another member far past the parse depth
+        nested(3),
+        nested(4),
+        format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{}1{}}}"#,
+            "[".repeat(20),
+            "]".repeat(20)
+        ),
+        // larger than max_request_bytes
+        long,
+    ];
+    for input in &inputs {
+        let (slice_sink, doc_sink) = (Arc::new(Records::default()), Arc::new(Records::default()));
+        let expected = engine(slice_sink.clone()).check_slice(input.as_bytes());
+        // Parsed by a caller with a far more generous depth limit than the engine's.
+        let mut tape = Tape::new();
+        let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
+        let decided = engine(doc_sink.clone()).check_doc(&doc);
+        assert_eq!(decided, expected, "{input}");
+        assert_eq!(
+            *doc_sink.0.lock().unwrap(),
+            *slice_sink.0.lock().unwrap(),
+            "audit records for {input}"
+        );
+        assert_eq!(doc_sink.0.lock().unwrap().len(), 1, "{input}");
+    }
+}
+
+#[test]
+fn the_fallbacks_are_reached() {
+    // The inputs above include refusals for depth and size; check that they are refusals, so
+    // the equality above compares the fallback path and not two allows.
+    let sink = Arc::new(Records::default());
+    let engine = engine(sink);
+    let mut tape = Tape::new();
+    for (input, kind) in [
+        (nested(3), None),
+        (nested(4), Some("input")),
+        (
+            format!(
+                r#"{{"skill":"s","operation":"call","resource":"tool:t","payload":{{"pad":"{}"}}}}"#,
+                "x".repeat(300)
+            ),
+            Some("input"),
+        ),
+    ] {
+        let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
+        let decision = engine.check_doc(&doc);
+        let first = decision.reasons.first().map(|r| r.constraint.as_str());
+        match kind {
+            None => assert!(decision.reasons.is_empty(), "{input}: {decision:?}"),
+            Some(kind) => assert_eq!(first, Some(kind), "{input}: {decision:?}"),
+        }
+    }
+}
