@@ -7,6 +7,8 @@
 //! - a `deny` names no capability and gives at least one reason;
 //! - the same request decides the same way twice, through `check` and through `check_slice` on
 //!   its wire form, and an observe-mode engine's effective decision is the enforcing one's;
+//! - `check_doc` on the bytes parsed by the caller (with a far larger depth limit) equals
+//!   `check_slice` on them;
 //! - the tape path agrees with the full parse: for every wire form of a structured request
 //!   (compact, pretty, every string character `\u`-escaped) and for raw bytes that are a valid
 //!   request, `check_slice` equals `check` on the parsed request, and `check_slice_tape_only`,
@@ -131,6 +133,15 @@ fn check_shape(request: Option<&Request>, decision: &Decision) {
 fn check_wire(engine: &Engine, bytes: &[u8], expected: Option<&Decision>) {
     let tape = engine.check_slice_tape_only(bytes);
     let slice = engine.check_slice(bytes);
+    // A caller that parsed the bytes itself, with a depth limit far above the engine's, gets
+    // exactly `check_slice`'s decision from `check_doc`.
+    if let Ok(doc) = capgate::tape::Tape::new().parse(bytes, 4_096) {
+        assert_eq!(
+            engine.check_doc(&doc),
+            slice,
+            "check_doc differs from check_slice on the same bytes"
+        );
+    }
     match Request::from_slice(bytes, engine.limits()) {
         Ok(request) => {
             let full = engine.check(&request);
