@@ -684,6 +684,57 @@ fn regression_an_audit_file_that_cannot_be_written_fails_the_run() {
     assert!(stderr(&full).contains("audit record(s) could not be written"));
 }
 
+/// Regression (found in review): an audit file left with part of a line by an earlier run's
+/// failed write had the next run's first record appended to that fragment. The CLI now ends
+/// such a fragment with a newline before writing.
+#[test]
+fn regression_an_audit_file_ending_mid_line_gets_whole_records_after_it() {
+    let (dir, policy) = setup();
+    let audit = dir.join("torn.jsonl");
+    std::fs::write(&audit, "{\"time\":\"2026-12-01T10:00:00+00:00\",\"deci").unwrap();
+    let path = session(
+        &dir,
+        &[
+            json!({"time": IN_HOURS}),
+            json!({"grant": {"skill": "s", "capability": "c"}, "id": "g"}),
+            json!({"call": granted("1", "g")}),
+        ],
+    );
+    let output = run(
+        &[
+            "replay",
+            "-p",
+            &policy,
+            &path,
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let record: Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(record["decision"], "allow");
+    // A file that already ends with a newline gets nothing extra.
+    let output = run(
+        &[
+            "replay",
+            "-p",
+            &policy,
+            &path,
+            "--audit",
+            audit.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(!text.contains("\n\n"), "{text}");
+}
+
 /// Regression: `capgate replay ... | head` panicked with "failed printing to stdout: Broken pipe"
 /// once the reader went away. A closed standard output now ends the process quietly.
 #[test]

@@ -29,13 +29,14 @@ fn policy() -> &'static LoadedPolicy {
     })
 }
 
-/// Runs the lines as `capgate replay` does (blank lines skipped, bytes that are not UTF-8 an
-/// error line).
+/// Runs the lines as `capgate replay` does (a trailing `\r` dropped, blank lines skipped,
+/// bytes that are not UTF-8 an error line; only that error's wording differs).
 fn run(lines: &[&[u8]]) -> Vec<LineResult> {
     let session = Session::new(policy().clone(), SessionOptions::default());
     let mut results = Vec::new();
     for (index, raw) in lines.iter().enumerate() {
         let number = index + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let result = match std::str::from_utf8(raw) {
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => session.run_line(line, number),

@@ -100,16 +100,19 @@ pub fn run(mut args: ReplayArgs) -> u8 {
             Format::Text => out!("{}", result.text),
         }
     }
-    if let Some((sink, path)) = &audit
-        && let Err(code) = audit::check_written(sink, path)
-    {
-        return code;
-    }
+    // Printed first, but the session's own summary below still follows.
+    let audit_failed = audit
+        .as_ref()
+        .is_some_and(|(sink, path)| audit::check_written(sink, path).is_err());
     if errors > 0 {
         eprintln!("error: {errors} session line(s) could not be run");
+    }
+    if failed > 0 {
+        eprintln!("error: {failed} expectation(s) failed");
+    }
+    if audit_failed || errors > 0 {
         EXIT_INPUT
     } else if failed > 0 {
-        eprintln!("error: {failed} expectation(s) failed");
         EXIT_DENY
     } else {
         EXIT_OK

@@ -13,7 +13,8 @@ use super::decision::{Reason, Verdict};
 /// What the audit trail keeps of one decision.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditRecord<'a> {
-    /// The engine clock's instant (serialised in RFC 3339, as `DateTime::to_rfc3339` writes it).
+    /// The engine clock's instant, serialised as `DateTime::to_rfc3339` writes it: RFC 3339 for
+    /// years 0–9999 (chrono writes others with a sign and more digits, outside RFC 3339).
     #[serde(serialize_with = "rfc3339")]
     pub time: DateTime<Utc>,
     /// The decision returned.
@@ -73,7 +74,9 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 ///
 /// A failed write or flush does not change the decision (the sink runs after it), but it is
 /// not silent either: [`JsonLinesAudit::write_failures`] counts the records concerned and keeps
-/// the first error, and the CLI turns them into exit code 2.
+/// the first error, and the CLI turns them into exit code 2. A writer that took part of a line
+/// before failing keeps that fragment; the next record then starts on a new line, so every
+/// record written after a failure is still a whole line of its own.
 #[derive(Debug)]
 pub struct JsonLinesAudit<W: Write + Send> {
     state: Mutex<Lines<W>>,
@@ -85,6 +88,9 @@ struct Lines<W> {
     out: W,
     line: Vec<u8>,
     failures: Option<AuditWriteFailures>,
+    /// The last write failed, and may have left part of its line with the writer: the next
+    /// record starts with a newline, so that fragment ends there instead of running into it.
+    torn: bool,
 }
 
 /// Records a [`JsonLinesAudit`] could not hand to its writer.
@@ -104,6 +110,7 @@ impl<W: Write + Send> JsonLinesAudit<W> {
                 out,
                 line: Vec::new(),
                 failures: None,
+                torn: false,
             }),
         })
     }
@@ -122,17 +129,29 @@ impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
             out,
             line,
             failures,
+            torn,
         } = &mut *state;
         line.clear();
+        if *torn {
+            line.push(b'\n');
+        }
         // Written whole before anything reaches the writer, so a failure never leaves half a
         // line from this step (writing this record into memory cannot fail in practice).
+        let mut write_failed = None;
         let written = line::write(line, record)
             .map_err(std::io::Error::from)
             .and_then(|()| {
                 line.push(b'\n');
-                out.write_all(line)?;
+                let result = out.write_all(line);
+                write_failed = Some(result.is_err());
+                result?;
                 out.flush()
             });
+        // Only a failed `write_all` can leave part of a line behind (a failed flush leaves the
+        // bytes with the writer, which sends them on its next write).
+        if let Some(failed) = write_failed {
+            *torn = failed;
+        }
         if let Err(e) = written {
             match failures {
                 Some(failures) => failures.records += 1,
@@ -237,6 +256,58 @@ mod tests {
                 first_error: "disk full".to_owned(),
             })
         );
+    }
+
+    /// A writer that takes half of the first write, fails the second, and then works.
+    #[derive(Debug, Clone, Default)]
+    struct Torn {
+        bytes: Arc<Mutex<Vec<u8>>>,
+        calls: Arc<Mutex<usize>>,
+    }
+
+    impl Write for Torn {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let call = {
+                let mut calls = self.calls.lock().unwrap();
+                *calls += 1;
+                *calls
+            };
+            let taken = match call {
+                1 => bytes.len() / 2,
+                2 => return Err(std::io::Error::other("no space left")),
+                _ => bytes.len(),
+            };
+            self.bytes
+                .lock()
+                .unwrap()
+                .extend_from_slice(&bytes[..taken]);
+            Ok(taken)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Regression (found in review): a writer that took part of a line and then failed left the
+    /// fragment, and the next record was appended to it — a successful, uncounted write that no
+    /// reader could parse.
+    #[test]
+    fn regression_a_record_after_a_torn_write_starts_on_its_own_line() {
+        let out = Torn::default();
+        let sink = JsonLinesAudit::new(out.clone());
+        sink.record(&record("s", "agent-1"));
+        sink.record(&record("s", "agent-2"));
+        sink.record(&record("s", "agent-3"));
+        assert_eq!(sink.write_failures().map(|f| f.records), Some(1));
+        let text = String::from_utf8(out.bytes.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(serde_json::from_str::<serde_json::Value>(lines[0]).is_err());
+        for (line, agent) in lines[1..].iter().zip(["agent-2", "agent-3"]) {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(value["agent"], agent);
+        }
     }
 
     #[test]

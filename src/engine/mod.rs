@@ -647,7 +647,9 @@ impl Engine {
         let doc = tape
             .parse(
                 bytes,
-                self.limits.max_payload_depth + request::PARSE_HEADROOM,
+                self.limits
+                    .max_payload_depth
+                    .saturating_add(request::PARSE_HEADROOM),
             )
             .ok()?;
         // Borrowed where it was built: moving the view (224 bytes) out of the `Result` was a
@@ -670,7 +672,9 @@ impl Engine {
                     RequestError::TooLarge { .. } => Arc::from(""),
                     _ => parse_json_slice_with_depth(
                         bytes,
-                        self.limits.max_payload_depth + request::PARSE_HEADROOM,
+                        self.limits
+                            .max_payload_depth
+                            .saturating_add(request::PARSE_HEADROOM),
                     )
                     .map_or_else(|_| Arc::from(""), |value| skill_named(&value)),
                 };

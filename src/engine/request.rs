@@ -142,10 +142,13 @@ impl Request {
         // parser's recursion stays bounded whatever the input.
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         deserializer.disable_recursion_limit();
-        let parsed = with_depth_budget(limits.max_payload_depth + PARSE_HEADROOM, || {
-            Request::deserialize(&mut deserializer)
-                .and_then(|request| deserializer.end().map(|()| request))
-        });
+        let parsed = with_depth_budget(
+            limits.max_payload_depth.saturating_add(PARSE_HEADROOM),
+            || {
+                Request::deserialize(&mut deserializer)
+                    .and_then(|request| deserializer.end().map(|()| request))
+            },
+        );
         let request = parsed.map_err(|e| RequestError::Malformed(e.to_string()))?;
         request.check_depth(limits)?;
         Ok(request)
