@@ -646,6 +646,19 @@ fn replay_audit_writes_one_line_per_decision_and_never_the_payload() {
     );
 }
 
+/// A session of one call on a fresh grant, replayed with `--audit audit`.
+fn replay_one_granted_call(dir: &Path, policy: &str, audit: &str) -> Output {
+    let path = session(
+        dir,
+        &[
+            json!({"time": IN_HOURS}),
+            json!({"grant": {"skill": "s", "capability": "c"}, "id": "g"}),
+            json!({"call": granted("1", "g")}),
+        ],
+    );
+    run(&["replay", "-p", policy, &path, "--audit", audit], "")
+}
+
 /// Regression: a failed audit write was dropped silently (the sink's comment said the CLI
 /// reported it; nothing did), so `--audit` on a full disk exited 0 with no trail. An audit
 /// trail that cannot be written (here `/dev/full`: every write fails with "no space") is now
@@ -654,18 +667,7 @@ fn replay_audit_writes_one_line_per_decision_and_never_the_payload() {
 #[test]
 fn regression_an_audit_file_that_cannot_be_written_fails_the_run() {
     let (dir, policy) = setup();
-    let path = session(
-        &dir,
-        &[
-            json!({"time": IN_HOURS}),
-            json!({"grant": {"skill": "s", "capability": "c"}, "id": "g"}),
-            json!({"call": granted("1", "g")}),
-        ],
-    );
-    let output = run(
-        &["replay", "-p", &policy, &path, "--audit", "/dev/full"],
-        "",
-    );
+    let output = replay_one_granted_call(&dir, &policy, "/dev/full");
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     let err = stderr(&output);
     assert!(
@@ -692,25 +694,8 @@ fn regression_an_audit_file_ending_mid_line_gets_whole_records_after_it() {
     let (dir, policy) = setup();
     let audit = dir.join("torn.jsonl");
     std::fs::write(&audit, "{\"time\":\"2026-12-01T10:00:00+00:00\",\"deci").unwrap();
-    let path = session(
-        &dir,
-        &[
-            json!({"time": IN_HOURS}),
-            json!({"grant": {"skill": "s", "capability": "c"}, "id": "g"}),
-            json!({"call": granted("1", "g")}),
-        ],
-    );
-    let output = run(
-        &[
-            "replay",
-            "-p",
-            &policy,
-            &path,
-            "--audit",
-            audit.to_str().unwrap(),
-        ],
-        "",
-    );
+    let audit_arg = audit.to_str().unwrap();
+    let output = replay_one_granted_call(&dir, &policy, audit_arg);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let text = std::fs::read_to_string(&audit).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -718,17 +703,7 @@ fn regression_an_audit_file_ending_mid_line_gets_whole_records_after_it() {
     let record: Value = serde_json::from_str(lines[1]).unwrap();
     assert_eq!(record["decision"], "allow");
     // A file that already ends with a newline gets nothing extra.
-    let output = run(
-        &[
-            "replay",
-            "-p",
-            &policy,
-            &path,
-            "--audit",
-            audit.to_str().unwrap(),
-        ],
-        "",
-    );
+    let output = replay_one_granted_call(&dir, &policy, audit_arg);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let text = std::fs::read_to_string(&audit).unwrap();
     assert_eq!(text.lines().count(), 3, "{text}");
