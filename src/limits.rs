@@ -4,6 +4,11 @@
 //! rejected at load with an error naming the limit. Defaults are the documented ones; embedders
 //! may tighten or loosen them when building an engine.
 
+/// How much deeper than the payload limit the parser itself goes before refusing: enough for
+/// the request object and the session line around a payload at the limit
+/// ([`Limits::parse_depth`]).
+const PARSE_HEADROOM: usize = 8;
+
 /// The limits of one engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -24,6 +29,13 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// How deep a whole request (or session line) may nest before the parser refuses it: the
+    /// payload limit plus room for the objects around a payload, so that a payload one level too
+    /// deep is reported as too deep (a deny naming the limit) and not as unparseable.
+    pub const fn parse_depth(&self) -> usize {
+        self.max_payload_depth.saturating_add(PARSE_HEADROOM)
+    }
+
     /// The defaults of SPEC §7.
     pub const DEFAULT: Limits = Limits {
         max_payload_depth: 128,

@@ -146,7 +146,7 @@ fn run_line(
     limits: &Limits,
 ) -> LineResult {
     // Room for the line object and the `call` object around a payload at the depth limit.
-    let value = match parse_json_with_depth(line, limits.max_payload_depth.saturating_add(8)) {
+    let value = match parse_json_with_depth(line, limits.parse_depth()) {
         Ok(value) => value,
         Err(e) => return error_line(number, format!("malformed JSON: {e}")),
     };

@@ -192,7 +192,7 @@ fn check(tape: &mut Tape, bytes: &[u8], max_depth: usize) {
 
 fuzz_target!(|bytes: &[u8]| {
     let small = usize::from(bytes.first().copied().unwrap_or(0) % 9);
-    let request_depth = Limits::DEFAULT.max_payload_depth + 8;
+    let request_depth = Limits::DEFAULT.parse_depth();
     WARM.with(|warm| {
         let mut warm = warm.borrow_mut();
         for max_depth in [small, request_depth, 128] {

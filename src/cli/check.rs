@@ -8,8 +8,9 @@ use clap::Args;
 
 use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
 
+use super::audit::AuditFile;
 use super::output::{decision_text, exit_code};
-use super::{EXIT_INPUT, Format, audit, load_policies};
+use super::{EXIT_INPUT, Format, load_policies};
 
 /// Arguments of `capgate check`.
 #[derive(Debug, Args)]
@@ -79,15 +80,12 @@ pub fn run(args: CheckArgs) -> u8 {
     if let Some(now) = now {
         builder = builder.clock(Arc::new(SimulatedClock::new(now)));
     }
-    let mut audit = None;
-    if let Some(path) = &args.audit {
-        match audit::open(path) {
-            Ok(sink) => {
-                builder = builder.audit(sink.clone());
-                audit = Some((sink, path));
-            }
-            Err(code) => return code,
-        }
+    let audit = match args.audit.as_deref().map(AuditFile::open).transpose() {
+        Ok(audit) => audit,
+        Err(code) => return code,
+    };
+    if let Some(audit) = &audit {
+        builder = builder.audit(audit.sink());
     }
     let engine = builder.build();
     let mut request = request;
@@ -106,9 +104,7 @@ pub fn run(args: CheckArgs) -> u8 {
             }
         },
     }
-    if let Some((sink, path)) = &audit
-        && let Err(code) = audit::check_written(sink, path)
-    {
+    if let Some(Err(code)) = audit.as_ref().map(AuditFile::check_written) {
         return code;
     }
     exit_code(&decision)

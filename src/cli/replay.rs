@@ -6,7 +6,8 @@ use clap::Args;
 
 use capgate::{Limits, Session, SessionOptions};
 
-use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK, Format, audit, load_policies};
+use super::audit::AuditFile;
+use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK, Format, load_policies};
 
 /// Arguments of `capgate replay`.
 #[derive(Debug, Args)]
@@ -67,15 +68,12 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         limits: Some(limits),
         ..SessionOptions::default()
     };
-    let mut audit = None;
-    if let Some(path) = &args.audit {
-        match audit::open(path) {
-            Ok(sink) => {
-                options.audit = Some(sink.clone());
-                audit = Some((sink, path));
-            }
-            Err(code) => return code,
-        }
+    let audit = match args.audit.as_deref().map(AuditFile::open).transpose() {
+        Ok(audit) => audit,
+        Err(code) => return code,
+    };
+    if let Some(audit) = &audit {
+        options.audit = Some(audit.sink());
     }
     let session = Session::new(policy, options);
     let (mut failed, mut errors) = (0usize, 0usize);
@@ -103,7 +101,7 @@ pub fn run(mut args: ReplayArgs) -> u8 {
     // Printed first, but the session's own summary below still follows.
     let audit_failed = audit
         .as_ref()
-        .is_some_and(|(sink, path)| audit::check_written(sink, path).is_err());
+        .is_some_and(|audit| audit.check_written().is_err());
     if errors > 0 {
         eprintln!("error: {errors} session line(s) could not be run");
     }

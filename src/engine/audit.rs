@@ -137,21 +137,17 @@ impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
         }
         // Written whole before anything reaches the writer, so a failure never leaves half a
         // line from this step (writing this record into memory cannot fail in practice).
-        let mut write_failed = None;
-        let written = line::write(line, record)
-            .map_err(std::io::Error::from)
-            .and_then(|()| {
+        let written = match line::write(line, record) {
+            Err(e) => Err(std::io::Error::from(e)),
+            Ok(()) => {
                 line.push(b'\n');
-                let result = out.write_all(line);
-                write_failed = Some(result.is_err());
-                result?;
-                out.flush()
-            });
-        // Only a failed `write_all` can leave part of a line behind (a failed flush leaves the
-        // bytes with the writer, which sends them on its next write).
-        if let Some(failed) = write_failed {
-            *torn = failed;
-        }
+                // Only a failed `write_all` can leave part of a line behind (a failed flush
+                // leaves the bytes with the writer, which sends them on its next write).
+                let sent = out.write_all(line);
+                *torn = sent.is_err();
+                sent.and_then(|()| out.flush())
+            }
+        };
         if let Err(e) = written {
             match failures {
                 Some(failures) => failures.records += 1,

@@ -644,14 +644,7 @@ impl Engine {
         bytes: &[u8],
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
     ) -> Option<R> {
-        let doc = tape
-            .parse(
-                bytes,
-                self.limits
-                    .max_payload_depth
-                    .saturating_add(request::PARSE_HEADROOM),
-            )
-            .ok()?;
+        let doc = tape.parse(bytes, self.limits.parse_depth()).ok()?;
         // Borrowed where it was built: moving the view (224 bytes) out of the `Result` was a
         // `memcpy` call per decision.
         match &RequestView::from_tape(doc.root(), self.limits.max_payload_depth) {
@@ -670,13 +663,8 @@ impl Engine {
                 // over-limit body is not parsed at all (regression: it was, in full, for this).
                 let skill = match e {
                     RequestError::TooLarge { .. } => Arc::from(""),
-                    _ => parse_json_slice_with_depth(
-                        bytes,
-                        self.limits
-                            .max_payload_depth
-                            .saturating_add(request::PARSE_HEADROOM),
-                    )
-                    .map_or_else(|_| Arc::from(""), |value| skill_named(&value)),
+                    _ => parse_json_slice_with_depth(bytes, self.limits.parse_depth())
+                        .map_or_else(|_| Arc::from(""), |value| skill_named(&value)),
                 };
                 self.refuse_input(skill, &e)
             }

@@ -88,11 +88,6 @@ impl RequestError {
     }
 }
 
-/// How much deeper than the payload limit the parser itself goes before refusing: enough for
-/// the request object and the session line around a payload at the limit, so that a payload one
-/// level too deep is reported as `TooDeep` (a deny) and not as unparseable.
-pub(crate) const PARSE_HEADROOM: usize = 8;
-
 /// Why a request that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a request must be a JSON object";
 
@@ -142,13 +137,10 @@ impl Request {
         // parser's recursion stays bounded whatever the input.
         let mut deserializer = serde_json::Deserializer::from_slice(bytes);
         deserializer.disable_recursion_limit();
-        let parsed = with_depth_budget(
-            limits.max_payload_depth.saturating_add(PARSE_HEADROOM),
-            || {
-                Request::deserialize(&mut deserializer)
-                    .and_then(|request| deserializer.end().map(|()| request))
-            },
-        );
+        let parsed = with_depth_budget(limits.parse_depth(), || {
+            Request::deserialize(&mut deserializer)
+                .and_then(|request| deserializer.end().map(|()| request))
+        });
         let request = parsed.map_err(|e| RequestError::Malformed(e.to_string()))?;
         request.check_depth(limits)?;
         Ok(request)
@@ -206,7 +198,7 @@ pub fn depth_exceeds(value: &Value, limit: usize) -> bool {
 /// Parses JSON into a `Value`, rejecting duplicate object keys at any depth and nesting deeper
 /// than the default payload limit plus room for the objects around a payload.
 pub fn parse_strict_json(text: &str) -> Result<Value, String> {
-    parse_json_with_depth(text, Limits::DEFAULT.max_payload_depth + PARSE_HEADROOM)
+    parse_json_with_depth(text, Limits::DEFAULT.parse_depth())
 }
 
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The

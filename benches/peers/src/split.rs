@@ -39,9 +39,8 @@ fn slim(bytes: &[u8]) -> Vec<u8> {
 }
 
 pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
-    // The depth limit a default engine's `check_slice` parses with (`max_payload_depth` and a
-    // headroom of 8 for the request around the payload).
-    let depth = Limits::DEFAULT.max_payload_depth + 8;
+    // The depth limit a default engine's `check_slice` parses with.
+    let depth = Limits::DEFAULT.parse_depth();
     let mut tape = Tape::new();
     let mut once = Tape::new();
     let doc = once.parse(bytes, depth).unwrap();

@@ -614,10 +614,7 @@ impl Repl {
     // --- decisions --------------------------------------------------------------------------
 
     fn request(&mut self, text: &str) {
-        let value = match capgate::engine::parse_json_with_depth(
-            text,
-            self.limits.max_payload_depth.saturating_add(8),
-        ) {
+        let value = match capgate::engine::parse_json_with_depth(text, self.limits.parse_depth()) {
             Ok(value) => value,
             Err(e) => {
                 self.error(&format!("malformed JSON: {e}"));

@@ -2,11 +2,12 @@
 //!
 //! The output is byte for byte what `serde_json` makes of the record's derived `Serialize`
 //! (`the_line_is_what_serde_json_writes`, a property test over every field but `reasons`, which
-//! are handed to serde_json itself and varied only as none or one); only the work differs. serde_json escapes every key and value a byte at a time (that loop was 15 % of an
-//! audited decision's samples); here the fixed keys are copied as they are, a value with nothing
-//! to escape — every value an engine usually records — is checked in one pass and copied, and
-//! anything else goes to serde_json's own string escaping, so the two can never disagree on how
-//! a string is escaped.
+//! are handed to serde_json itself and varied only as none or one); only the work differs.
+//! serde_json escapes every key and value a byte at a time (that loop was 15 % of an audited
+//! decision's samples); here the fixed keys are copied as they are, a value with nothing to
+//! escape — every value an engine usually records — is checked with the tape's string scan
+//! (`tape::needs_escape`) and copied, and anything else goes to serde_json's own string
+//! escaping, so the two can never disagree on how a string is escaped.
 
 use std::io::Write;
 
@@ -109,11 +110,7 @@ fn digits(line: &mut Vec<u8>, value: u32, width: u32) {
 
 /// `value` as a JSON string.
 fn string(line: &mut Vec<u8>, value: &str) -> serde_json::Result<()> {
-    // No early exit, so the scan compiles to a branch-free loop.
-    let plain = !value.bytes().fold(false, |escape, byte| {
-        escape | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
-    });
-    if plain {
+    if !crate::tape::needs_escape(value.as_bytes()) {
         line.push(b'"');
         line.extend_from_slice(value.as_bytes());
         line.push(b'"');
