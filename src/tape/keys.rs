@@ -8,20 +8,34 @@
 //!
 //! Why a hash set and not sorting: the reference parser reports a duplicate at the second key,
 //! before reading its value, and so must the tape (a duplicate followed by a too-deep value is a
-//! duplicate-key error in both); sorting could only run once the object is complete. The hash is
-//! std's randomly keyed SipHash, so crafted keys cannot force collisions; slots carry the parse's
-//! generation number, so starting a new parse forgets the old entries in O(1) and the set
-//! allocates only when an input needs more slots than any before it.
+//! duplicate-key error in both); sorting could only run once the object is complete. Slots carry
+//! the parse's generation number, so starting a new parse forgets the old entries in O(1) and the
+//! set allocates only when an input needs more slots than any before it.
+//!
+//! The hash is adaptive. Each parse starts with foldhash (seeded at random per set), about a
+//! tenth of SipHash's cost on a short key. foldhash does not claim to resist crafted collisions,
+//! so the parse's inserts share a budget of probed slots, [`PROBES_PER_KEY`] per key held (plus
+//! [`PROBE_SLACK`]); random keys at the set's load (at most half full) probe fewer than two slots
+//! per insert on average. Once the budget is spent the set re-hashes the parse's keys with std's
+//! randomly keyed SipHash and keeps it until the next parse. Keys crafted to collide so cost at
+//! most the budget and one re-hash: an object of n members still costs O(n).
 
 use super::usize_from;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
+use foldhash::fast::FixedState;
+
 use super::Node;
-use super::string::{Piece, Pieces};
+use super::string::DecodedBytes;
 
 /// Objects with at most this many members check duplicates by a linear scan of earlier keys.
 pub(super) const LINEAR_MEMBERS: u32 = 16;
+
+/// Slots the fast hash may probe per key held before the set switches to SipHash.
+const PROBES_PER_KEY: usize = 16;
+/// Slots the fast hash may probe beyond [`PROBES_PER_KEY`] per key.
+const PROBE_SLACK: usize = 64;
 
 /// One slot: a key node of an object, valid only in the generation that wrote it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,16 +55,32 @@ pub(super) struct KeySet {
     // INVARIANT (generation): never 0 once a parse started; slots from older generations are
     // empty.
     generation: u32,
-    hasher: RandomState,
+    /// Slots probed by the current generation's inserts.
+    probes: usize,
+    /// The current generation hashes with `strong` (its probes overran the budget).
+    hardened: bool,
+    fast: FixedState,
+    strong: RandomState,
+    /// Tests only: the fast hash sends every key to the same slot.
+    #[cfg(test)]
+    colliding: bool,
 }
 
 impl Default for KeySet {
     fn default() -> Self {
+        let strong = RandomState::new();
+        // A random seed for foldhash: any constant hashed under SipHash's random keys.
+        let seed = strong.hash_one(0_u64);
         KeySet {
             slots: Vec::new(),
             used: 0,
             generation: 0,
-            hasher: RandomState::new(),
+            probes: 0,
+            hardened: false,
+            fast: FixedState::with_seed(seed),
+            strong,
+            #[cfg(test)]
+            colliding: false,
         }
     }
 }
@@ -70,6 +100,8 @@ impl KeySet {
     /// Forgets every key, in O(1) (O(slots) once every 2³² parses).
     pub(super) fn reset(&mut self) {
         self.used = 0;
+        self.probes = 0;
+        self.hardened = false;
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.slots.fill(Slot::default());
@@ -90,6 +122,13 @@ impl KeySet {
         let mask = self.slots.len().wrapping_sub(1);
         let mut index = usize_from(hash) & mask;
         loop {
+            self.probes += 1;
+            if !self.hardened && self.probes > PROBES_PER_KEY * self.used + PROBE_SLACK {
+                return match self.harden(bytes, nodes) {
+                    Some(()) => self.insert(object, key, bytes, nodes),
+                    None => Insert::Broken,
+                };
+            }
             let Some(slot) = self.slots.get_mut(index) else {
                 return Insert::Broken;
             };
@@ -115,6 +154,29 @@ impl KeySet {
         }
     }
 
+    /// Switches the current generation to SipHash: re-hashes its keys into slots of the same
+    /// number. `None` if a key node is out of range (unreachable: the caller refuses the input).
+    #[cold]
+    #[inline(never)]
+    fn harden(&mut self, bytes: &[u8], nodes: &[Node]) -> Option<()> {
+        self.hardened = true;
+        let len = self.slots.len();
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); len]);
+        let mask = len.wrapping_sub(1);
+        for slot in old.into_iter().filter(|s| s.generation == self.generation) {
+            let hash = self.hash(slot.object, bytes, nodes.get(usize_from(slot.key))?);
+            let mut index = usize_from(hash) & mask;
+            while let Some(target) = self.slots.get_mut(index) {
+                if target.generation != self.generation {
+                    *target = Slot { hash, ..slot };
+                    break;
+                }
+                index = (index + 1) & mask;
+            }
+        }
+        Some(())
+    }
+
     /// Doubles the slots (at least 64) and re-inserts the current generation's entries.
     #[cold]
     fn grow(&mut self) {
@@ -133,26 +195,152 @@ impl KeySet {
         }
     }
 
-    /// The hash of (object, decoded key): the keyed SipHash of the decoded key (escaped keys
-    /// hash their decoded bytes piece by piece, which SipHash's streaming `write` makes equal to
-    /// hashing them in one go), then the object mixed in by a multiply. Keeping the object out
-    /// of the SipHash input spares a second streaming `write` per key (~70 instructions); mixing
-    /// it in afterwards still sends the same name in different objects to different slots, and
-    /// what a caller controls (the names) still goes through the keyed hash.
+    /// The hash of (object, decoded key): the keyed hash (foldhash, or SipHash once hardened)
+    /// of the decoded key, then the object mixed in by a multiply.
+    #[inline(always)]
     fn hash(&self, object: u32, bytes: &[u8], node: &Node) -> u32 {
-        let mut hasher = self.hasher.build_hasher();
-        let body = node.body(bytes);
-        if node.escaped() {
-            for piece in Pieces::new(body) {
-                match piece {
-                    Piece::Raw(raw) => hasher.write(raw),
-                    Piece::Char(ch) => hasher.write(ch.encode_utf8(&mut [0; 4]).as_bytes()),
-                }
-            }
+        #[cfg(test)]
+        if self.colliding && !self.hardened {
+            return 0;
+        }
+        let key = if self.hardened {
+            key_hash(self.strong.build_hasher(), bytes, node)
         } else {
+            key_hash(self.fast.build_hasher(), bytes, node)
+        };
+        let [a, b, c, d, ..] = key.to_le_bytes();
+        u32::from_le_bytes([a, b, c, d]) ^ object.wrapping_mul(0x9E37_79B9)
+    }
+}
+
+/// The bytes [`key_hash`] hands its hasher in one `write`.
+const CHUNK: usize = 16;
+
+/// `hasher`'s hash of the decoded key of `node`, written in chunks of [`CHUNK`] bytes (the last
+/// shorter, none empty): foldhash's `write` hashes each call's bytes as a unit, so an escaped
+/// key's decoded bytes must reach it in the same calls as an equal unescaped key's. Most keys
+/// are one chunk. (The object is kept out of the keyed input: a second `write` per key cost ~70
+/// instructions with SipHash; mixing it in afterwards still sends the same name in different
+/// objects to different slots, and what a caller controls, the names, goes through the keyed
+/// hash.)
+#[inline(always)]
+fn key_hash(mut hasher: impl Hasher, bytes: &[u8], node: &Node) -> u64 {
+    let body = node.body(bytes);
+    if node.escaped() {
+        let mut chunk = [0; CHUNK];
+        let mut len = 0;
+        for byte in DecodedBytes::new(body) {
+            if let Some(slot) = chunk.get_mut(len) {
+                *slot = byte;
+            }
+            len += 1;
+            if len == CHUNK {
+                hasher.write(&chunk);
+                len = 0;
+            }
+        }
+        if len > 0 {
+            hasher.write(chunk.get(..len).unwrap_or_default());
+        }
+    } else if body.len() <= CHUNK {
+        if !body.is_empty() {
             hasher.write(body);
         }
-        let [a, b, c, d, ..] = hasher.finish().to_le_bytes();
-        u32::from_le_bytes([a, b, c, d]) ^ object.wrapping_mul(0x9E37_79B9)
+    } else {
+        for chunk in body.chunks(CHUNK) {
+            hasher.write(chunk);
+        }
+    }
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use super::super::{ErrorKind, Tape};
+    use super::{CHUNK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
+
+    /// An object of `count` members `"{prefix}{i}": i`, then `extra` before the closing brace.
+    fn object(prefix: &str, count: usize, extra: &str) -> String {
+        let members: Vec<String> = (0..count)
+            .map(|i| format!(r#""{prefix}{i}":{i}"#))
+            .collect();
+        format!("{{{}{extra}}}", members.join(","))
+    }
+
+    #[test]
+    fn keys_crafted_to_collide_switch_the_parse_to_siphash_and_stay_linear() {
+        let count = 2_000;
+        let mut tape = Tape::new();
+        tape.keys.colliding = true;
+        let text = object("k", count, "");
+        let doc = tape.parse(text.as_bytes(), 10).unwrap();
+        assert_eq!(doc.root().len(), count);
+        assert!(tape.keys.hardened);
+        // Every key probing the one colliding cluster would take count²/2 = 2,000,000 probes;
+        // the switch caps the fast hash's share at the budget.
+        let budget = PROBES_PER_KEY * count + PROBE_SLACK;
+        assert!(tape.keys.probes < 2 * budget, "{} probes", tape.keys.probes);
+
+        // Duplicates are still found after the switch, escaped or not, and the next parse
+        // starts with the fast hash again.
+        for key in ["k1500", r"k15\u0030\u0030", "k7"] {
+            let text = object("k", count, &format!(r#","{key}":true"#));
+            let error = tape.parse(text.as_bytes(), 10).unwrap_err();
+            assert!(
+                matches!(&error.kind, ErrorKind::DuplicateKey(name) if name.starts_with("k")),
+                "{key}: {error}"
+            );
+            assert!(tape.keys.hardened);
+        }
+        // The k-th colliding key probes k slots, within the budget up to 18 keys.
+        let small = usize::try_from(LINEAR_MEMBERS).unwrap() + 2;
+        assert!((1..=small).all(|k| k * (k + 1) / 2 <= PROBES_PER_KEY * (k - 1) + PROBE_SLACK));
+        tape.parse(object("k", small, "").as_bytes(), 10).unwrap();
+        assert!(
+            !tape.keys.hardened,
+            "{small} colliding keys stay within the budget"
+        );
+    }
+
+    #[test]
+    fn random_keys_never_leave_the_fast_hash() {
+        let mut tape = Tape::new();
+        for count in [17, 100, 5_000, 50_000] {
+            let text = object("member-", count, "");
+            tape.parse(text.as_bytes(), 10).unwrap();
+            assert!(!tape.keys.hardened, "{count} members");
+        }
+    }
+
+    #[test]
+    fn escaped_and_plain_spellings_of_long_keys_hash_alike() {
+        // Keys longer than a chunk, with the escape before, across and after chunk boundaries:
+        // each must collide with its plain spelling in an object past the linear scan.
+        let plain = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
+        assert!(plain.len() > 2 * CHUNK);
+        let mut tape = Tape::new();
+        for at in 0..plain.len() {
+            let (before, rest) = plain.split_at(at);
+            let mut chars = rest.chars();
+            let escaped_char = chars.next().unwrap();
+            let escaped = format!(
+                r"{before}\u{:04x}{}",
+                u32::from(escaped_char),
+                chars.as_str()
+            );
+            for (first, second) in [(plain, escaped.as_str()), (escaped.as_str(), plain)] {
+                let text = object("k", 40, &format!(r#","{first}":1,"{second}":2"#));
+                let error = tape.parse(text.as_bytes(), 10).unwrap_err();
+                assert!(
+                    matches!(&error.kind, ErrorKind::DuplicateKey(name) if name == plain),
+                    "escape at {at}: {error}"
+                );
+            }
+            // A two-byte character escaped as `\u00e9` is one key with its raw spelling, too.
+            let text = object("k", 40, &format!(r#","{before}é":1,"{before}\u00e9":2"#));
+            assert!(tape.parse(text.as_bytes(), 10).is_err(), "é at {at}");
+        }
     }
 }
