@@ -68,6 +68,22 @@ pub struct Location {
     pub column: u32,
 }
 
+impl Location {
+    /// `file:line:column`, as [`fmt::Display`] prints it, in one allocation: every deny reason
+    /// carries its check's location, and `to_string` cost ~5x as much.
+    pub fn to_text(&self) -> String {
+        let (mut line, mut column) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (line, column) = (line.format(self.line), column.format(self.column));
+        let mut text = String::with_capacity(self.file.len() + line.len() + column.len() + 2);
+        text.push_str(&self.file);
+        text.push(':');
+        text.push_str(line);
+        text.push(':');
+        text.push_str(column);
+        text
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}", self.file, self.line, self.column)
@@ -174,7 +190,20 @@ mod tests {
         let loc = map.location(Span::new(id, 6, 7));
         assert_eq!((loc.line, loc.column), (2, 3));
         assert_eq!(loc.to_string(), "a.cap:2:3");
+        assert_eq!(loc.to_text(), "a.cap:2:3");
         let first = map.location(Span::new(id, 0, 1));
         assert_eq!((first.line, first.column), (1, 1));
+    }
+
+    #[test]
+    fn to_text_is_what_display_prints() {
+        for (file, line, column) in [("", 0, 0), ("p/ç.cap", 1, 9), ("a:b", u32::MAX, 10)] {
+            let location = Location {
+                file: Arc::from(file),
+                line,
+                column,
+            };
+            assert_eq!(location.to_text(), location.to_string());
+        }
     }
 }

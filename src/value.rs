@@ -214,20 +214,35 @@ fn is_plain_key(key: &str) -> bool {
 }
 
 /// A key step as paths print it: `.key` when the key reads as a name, `["odd key"]` otherwise.
-pub(crate) fn write_key_segment(f: &mut fmt::Formatter<'_>, key: &str) -> fmt::Result {
+/// (Pieces go through `write_str`, not `write!`: deny reasons print concrete paths into a
+/// `String`, where the formatting machinery cost more than the text.)
+pub(crate) fn write_key_segment(out: &mut impl fmt::Write, key: &str) -> fmt::Result {
     if is_plain_key(key) {
-        write!(f, ".{key}")
+        out.write_char('.')?;
+        out.write_str(key)
     } else {
         let quoted = serde_json::to_string(key).map_err(|_| fmt::Error)?;
-        write!(f, "[{quoted}]")
+        out.write_char('[')?;
+        out.write_str(&quoted)?;
+        out.write_char(']')
     }
+}
+
+/// An index step as paths print it: `[3]`.
+pub(crate) fn write_index_segment(
+    out: &mut impl fmt::Write,
+    index: impl itoa::Integer,
+) -> fmt::Result {
+    out.write_char('[')?;
+    out.write_str(itoa::Buffer::new().format(index))?;
+    out.write_char(']')
 }
 
 impl fmt::Display for Segment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Segment::Key(key) => write_key_segment(f, key),
-            Segment::Index(i) => write!(f, "[{i}]"),
+            Segment::Index(i) => write_index_segment(f, *i),
             Segment::Wildcard => f.write_str("[*]"),
         }
     }
@@ -335,8 +350,24 @@ pub fn cmp_numbers(a: &Number, b: &Number) -> Option<Ordering> {
 /// Renders a value for a message: JSON text cut to at most `max` characters, with `…` appended
 /// when cut.
 pub fn truncate_for_message(value: &Value, max: usize) -> String {
-    let text = value.to_string();
-    truncate_str(&text, max)
+    match value {
+        Value::String(text) => string_for_message(text, max),
+        _ => truncate_owned(value.to_string(), max),
+    }
+}
+
+/// [`truncate_for_message`] of a JSON string: quoted and escaped as serde_json writes it. A string
+/// with nothing to escape (the usual case) is quoted directly, without a serializer.
+pub fn string_for_message(text: &str, max: usize) -> String {
+    if crate::tape::needs_escape(text.as_bytes()) {
+        let quoted = serde_json::to_string(text).unwrap_or_else(|_| String::from("\"?\""));
+        return truncate_owned(quoted, max);
+    }
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    quoted.push_str(text);
+    quoted.push('"');
+    truncate_owned(quoted, max)
 }
 
 /// Cuts a string to at most `max` characters, appending `…` when cut.
@@ -347,10 +378,32 @@ pub fn truncate_str(text: &str, max: usize) -> String {
     }
 }
 
+/// [`truncate_str`] in place.
+fn truncate_owned(mut text: String, max: usize) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(max) {
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        #[test]
+        fn a_string_for_a_message_is_its_json_text_cut(
+            text in "(\\PC|[\"\\\\\u{0}-\u{1f}\u{7f}é€😀]){0,80}",
+            max in 0_usize..90,
+        ) {
+            let reference = truncate_str(&serde_json::to_string(&text).unwrap(), max);
+            prop_assert_eq!(string_for_message(&text, max), reference.clone());
+            prop_assert_eq!(truncate_for_message(&Value::String(text), max), reference);
+        }
+    }
 
     #[test]
     fn paths_round_trip_through_display() {

@@ -33,6 +33,7 @@ use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantRefusal, GrantStatus, GrantUse, RateCharge, RateSpec,
     Revocation, StateStore,
 };
+use crate::span::Location;
 use crate::vm::json::JsonKind;
 use crate::vm::path::with_single;
 use crate::vm::resource::{Bindings, RequestResource};
@@ -958,7 +959,7 @@ fn explain_failure<'r, J: Json<'r>>(
     });
     let source = info
         .and_then(|c| c.location.as_ref())
-        .map(ToString::to_string);
+        .map(Location::to_text);
     let mut tracer = FirstFailure::default();
     // Only the failing check needs its tests explained: the ones before it held.
     let explain_from = info.map_or(0, |c| usize::try_from(c.code_start).unwrap_or(0));

@@ -11,7 +11,6 @@
 //! visits at most the payload nodes its path reaches. See `docs/bytecode.md` for the bound.
 
 use std::cmp::Ordering;
-use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 
@@ -548,8 +547,7 @@ fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
             let mut text = String::with_capacity(path.text.len() + 8);
             text.push_str(root.name());
             for step in &trail.steps {
-                // Writing into a `String` cannot fail.
-                let _ = write!(text, "{step}");
+                step.push_to(&mut text);
             }
             text
         }

@@ -14,6 +14,23 @@ fn path_text(program: &Program, index: impl Index) -> String {
     lookup(&program.paths, index).map_or_else(|| "?".to_owned(), |p| p.text.clone())
 }
 
+/// A regex as policies write it: `/source/`, `/` inside escaped, `i` after when case-insensitive.
+fn regex_literal(source: &str, case_insensitive: bool) -> String {
+    let mut text = String::with_capacity(source.len() + 3);
+    text.push('/');
+    let mut pieces = source.split('/');
+    text.push_str(pieces.next().unwrap_or_default());
+    for piece in pieces {
+        text.push_str("\\/");
+        text.push_str(piece);
+    }
+    text.push('/');
+    if case_insensitive {
+        text.push('i');
+    }
+    text
+}
+
 /// The one-line message for a test result.
 pub(super) fn test_message<'r, J: Json<'r>>(
     program: &Program,
@@ -41,9 +58,9 @@ pub(super) fn test_message<'r, J: Json<'r>>(
                 |v| crate::value::truncate_for_message(v, 64),
             );
             if holds {
-                format!("equals {expected}")
+                ["equals ", &expected].concat()
             } else {
-                format!("value {value} is not equal to {expected}")
+                ["value ", value, " is not equal to ", &expected].concat()
             }
         }
         Op::InSet { set, .. } => {
@@ -55,15 +72,15 @@ pub(super) fn test_message<'r, J: Json<'r>>(
                 },
             );
             if holds {
-                format!("is one of {members}")
+                ["is one of ", &members].concat()
             } else {
-                format!("value {value} is not one of {members}")
+                ["value ", value, " is not one of ", &members].concat()
             }
         }
         Op::EqualsPath { other, .. } => {
             let other_text = path_text(program, other);
             if holds {
-                format!("equals `{other_text}`")
+                ["equals `", &other_text, "`"].concat()
             } else {
                 let other_value = lookup(&program.paths, other).map_or_else(
                     || "?".to_owned(),
@@ -74,36 +91,47 @@ pub(super) fn test_message<'r, J: Json<'r>>(
                         })
                     },
                 );
-                format!("value {value} does not equal `{other_text}` ({other_value})")
+                [
+                    "value ",
+                    value,
+                    " does not equal `",
+                    &other_text,
+                    "` (",
+                    &other_value,
+                    ")",
+                ]
+                .concat()
             }
         }
         Op::Matches { regex, .. } => {
             let pattern = lookup(&program.regexes, regex).map_or_else(
                 || "?".to_owned(),
-                |r| {
-                    format!(
-                        "/{}/{}",
-                        r.source.replace('/', "\\/"),
-                        if r.case_insensitive { "i" } else { "" }
-                    )
-                },
+                |r| regex_literal(&r.source, r.case_insensitive),
             );
             if holds {
-                format!("matches {pattern}")
+                ["matches ", &pattern].concat()
             } else if kind != "string" {
-                format!("value {value} is a {kind}, not a string matching {pattern}")
+                [
+                    "value ",
+                    value,
+                    " is a ",
+                    kind,
+                    ", not a string matching ",
+                    &pattern,
+                ]
+                .concat()
             } else {
-                format!("value {value} does not match {pattern}")
+                ["value ", value, " does not match ", &pattern].concat()
             }
         }
         Op::Range { bounds, .. } => {
             let text = lookup(&program.bounds, bounds).map_or("?", |b| b.text.as_str());
             if holds {
-                format!("is {text}")
+                ["is ", text].concat()
             } else if kind != "number" {
-                format!("value {value} is a {kind}, not a number {text}")
+                ["value ", value, " is a ", kind, ", not a number ", text].concat()
             } else {
-                format!("value {value} is not {text}")
+                ["value ", value, " is not ", text].concat()
             }
         }
         Op::RangeNow { bounds, .. } => {
@@ -138,5 +166,28 @@ pub(super) fn test_message<'r, J: Json<'r>>(
             String::new()
         }
         Op::Accept => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regex_literal;
+
+    #[test]
+    fn regex_literals_escape_slashes_and_mark_case_insensitivity() {
+        for (source, case_insensitive) in [
+            ("", false),
+            ("[^@]+@example\\.com", false),
+            ("/", true),
+            ("a/b//c/", false),
+            ("^/v3/é/", true),
+        ] {
+            let expected = format!(
+                "/{}/{}",
+                source.replace('/', "\\/"),
+                if case_insensitive { "i" } else { "" }
+            );
+            assert_eq!(regex_literal(source, case_insensitive), expected);
+        }
     }
 }

@@ -156,7 +156,11 @@ pub trait Json<'r>: Copy + Debug + 'r {
 
     /// The value as JSON text for messages, cut to `max` characters.
     fn describe(self, max: usize) -> String {
-        crate::value::truncate_for_message(&self.to_value(), max)
+        // A string (what tests mostly stop at) without building a `Value` for it.
+        match self.as_str() {
+            Some(text) => crate::value::string_for_message(&text, max),
+            None => crate::value::truncate_for_message(&self.to_value(), max),
+        }
     }
 }
 

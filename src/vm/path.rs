@@ -91,9 +91,7 @@ impl<'a, 'r, J: Json<'r>> Leaf<'a, J> {
     pub fn describe(self) -> String {
         match self {
             Leaf::Json(v) => v.describe(64),
-            Leaf::Str(s) => {
-                crate::value::truncate_for_message(&serde_json::Value::String(s.to_owned()), 64)
-            }
+            Leaf::Str(s) => crate::value::string_for_message(s, 64),
         }
     }
 }
@@ -159,12 +157,23 @@ impl<'s> Trail<'s> for SegmentTrail<'s> {
     }
 }
 
+impl ConcreteStep<'_> {
+    /// Appends the step as [`fmt::Display`] prints it.
+    pub fn push_to(&self, out: &mut String) {
+        // Writing into a `String` cannot fail.
+        let _ = match *self {
+            ConcreteStep::Key(key) => crate::value::write_key_segment(out, key),
+            ConcreteStep::Index(index) => crate::value::write_index_segment(out, index),
+        };
+    }
+}
+
 impl fmt::Display for ConcreteStep<'_> {
     /// As the same step of a [`crate::value::Path`] prints: `.key`, `["odd key"]` or `[3]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             ConcreteStep::Key(key) => crate::value::write_key_segment(f, key),
-            ConcreteStep::Index(index) => write!(f, "[{index}]"),
+            ConcreteStep::Index(index) => crate::value::write_index_segment(f, index),
         }
     }
 }
