@@ -205,12 +205,14 @@ fn parse_json_string(text: &str) -> Option<(String, usize)> {
 }
 
 fn is_plain_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
-        _ => return false,
+    // Every character allowed is ASCII, so bytes decide it (a byte of a multi-byte character is
+    // never allowed).
+    match key.as_bytes() {
+        [first, rest @ ..] if first.is_ascii_alphabetic() || *first == b'_' => rest
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'$')),
+        _ => false,
     }
-    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
 }
 
 /// A key step as paths print it: `.key` when the key reads as a name, `["odd key"]` otherwise.
@@ -402,6 +404,18 @@ mod tests {
             let reference = truncate_str(&serde_json::to_string(&text).unwrap(), max);
             prop_assert_eq!(string_for_message(&text, max), reference.clone());
             prop_assert_eq!(truncate_for_message(&Value::String(text), max), reference);
+        }
+    }
+
+    #[test]
+    fn plain_keys_are_ascii_names() {
+        for key in ["a", "_", "email", "a-b$", "A_9", "x$-_"] {
+            assert!(is_plain_key(key), "{key}");
+        }
+        for key in [
+            "", "1a", "-a", "$", "é", "aé", "a b", "a.b", "a\u{0}", "ﬁ", "a\u{301}",
+        ] {
+            assert!(!is_plain_key(key), "{key:?}");
         }
     }
 
