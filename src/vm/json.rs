@@ -164,13 +164,6 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 }
 
-/// `Value` objects of up to this many members are searched by a scan that compares lengths first.
-/// Up to 11 members a `serde_json::Map` (a `BTreeMap`) is one leaf, which `get` searches with a
-/// `memcmp` per name it passes; at 12 the tree has two levels and its search wins. Instructions
-/// per lookup (every name once, then an absent one; a throwaway callgrind driver): 4 members
-/// 135 scanning vs 174 by `get`, 8 192 vs 262, 11 225 vs 326, 12 260 vs 247, 24 396 vs 327.
-const SCAN_MEMBERS: usize = 11;
-
 /// True when `serde_json::Map` iterates in name order. It does unless some crate in the binary
 /// turns on serde_json's `preserve_order` (cedar-policy does), which makes it an insertion-ordered
 /// `IndexMap`; Cargo unifies features, so only the built binary knows. Asked once, of a two-member
@@ -220,10 +213,6 @@ impl<'r> Json<'r> for &'r Value {
     #[inline]
     fn get(self, key: &str) -> Option<Self> {
         match self {
-            Value::Object(map) if map.len() <= SCAN_MEMBERS => map
-                .iter()
-                .find(|(name, _)| name.len() == key.len() && name.as_bytes() == key.as_bytes())
-                .map(|(_, value)| value),
             Value::Object(map) => map.get(key),
             _ => None,
         }
@@ -463,50 +452,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn value_lookups_by_scan_and_by_tree_find_the_same_members() {
-        // Names of one length that differ in one byte, the empty name, non-ASCII and a NUL, in
-        // objects on both sides of `SCAN_MEMBERS`.
-        let names = [
-            "ab",
-            "ba",
-            "",
-            "é",
-            "e",
-            "a\u{0}b",
-            "a\u{0}c",
-            "email",
-            "emaim",
-            "organizer",
-            "attendees",
-            "summary",
-            "start",
-            "end",
-            "location",
-            "description",
-        ];
-        for count in 0..=names.len() {
-            let object: serde_json::Map<String, Value> = names
-                .iter()
-                .take(count)
-                .enumerate()
-                .map(|(i, name)| ((*name).to_owned(), json!(i)))
-                .collect();
-            let map = object.clone();
-            let value = Value::Object(object);
-            for key in names
-                .iter()
-                .chain(&["abc", "a", "emai", "\u{0}", "recurrence"])
-            {
-                assert_eq!(
-                    <&Value as Json<'_>>::get(&value, key),
-                    map.get(*key),
-                    "{count} members, `{key}`"
-                );
-            }
-        }
-        assert!(names.len() > SCAN_MEMBERS + 1);
     }
 }
