@@ -12,19 +12,25 @@
 //! the parse's generation number, so starting a new parse forgets the old entries in O(1) and the
 //! set allocates only when an input needs more slots than any before it.
 //!
-//! The hash is adaptive. Each parse starts with foldhash (seeded at random per set), about a
-//! tenth of SipHash's cost on a short key. foldhash does not claim to resist crafted collisions,
-//! so the parse's inserts share a budget of probed slots, [`PROBES_PER_KEY`] per key held (plus
-//! [`PROBE_SLACK`]); random keys at the set's load (at most half full) probe fewer than two slots
-//! per insert on average. Once the budget is spent the set re-hashes the parse's keys with std's
-//! randomly keyed SipHash and keeps it until the next parse. Keys crafted to collide so cost at
-//! most the budget and one re-hash: an object of n members still costs O(n).
+//! The hash is adaptive. Each parse starts with foldhash (seeded at random), about a tenth of
+//! SipHash's cost on a short key. foldhash does not claim to resist crafted collisions, so the
+//! set switches the parse to std's randomly keyed SipHash — re-hashing the keys it holds, which it
+//! lists as it goes, and keeping SipHash until the next parse — on either sign of an attack:
+//! - the parse's inserts overrun a budget of probed slots, [`PROBES_PER_KEY`] per key held plus
+//!   [`PROBE_SLACK`] (random keys at the set's load, at most half full, probe fewer than two slots
+//!   per insert on average), or
+//! - two different keys of one object have the same 32-bit hash (about one chance in 2³² per
+//!   pair for honest keys), before their bytes are compared a second time.
+//!
+//! Keys crafted to collide so cost at most the budget, one comparison of a colliding key and one
+//! re-hash of the keys held: an object of n members still costs O(n) in probes and in bytes
+//! compared.
 
 use super::usize_from;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
-use foldhash::fast::FixedState;
+use foldhash::fast::RandomState as FastState;
 
 use super::Node;
 use super::string::DecodedBytes;
@@ -57,30 +63,30 @@ pub(super) struct KeySet {
     generation: u32,
     /// Slots probed by the current generation's inserts.
     probes: usize,
-    /// The current generation hashes with `strong` (its probes overran the budget).
+    /// The current generation hashes with `strong` (an attack was suspected).
     hardened: bool,
-    fast: FixedState,
+    /// The (object, key node) pairs of the current generation, for re-hashing them.
+    entries: Vec<(u32, u32)>,
+    fast: FastState,
     strong: RandomState,
-    /// Tests only: the fast hash sends every key to the same slot.
+    /// Tests only: replaces the fast hash of every key (to force collisions).
     #[cfg(test)]
-    colliding: bool,
+    collide: Option<fn(u32) -> u32>,
 }
 
 impl Default for KeySet {
     fn default() -> Self {
-        let strong = RandomState::new();
-        // A random seed for foldhash: any constant hashed under SipHash's random keys.
-        let seed = strong.hash_one(0_u64);
         KeySet {
             slots: Vec::new(),
             used: 0,
             generation: 0,
             probes: 0,
             hardened: false,
-            fast: FixedState::with_seed(seed),
-            strong,
+            entries: Vec::new(),
+            fast: FastState::default(),
+            strong: RandomState::new(),
             #[cfg(test)]
-            colliding: false,
+            collide: None,
         }
     }
 }
@@ -102,6 +108,12 @@ impl KeySet {
         self.used = 0;
         self.probes = 0;
         self.hardened = false;
+        self.entries.clear();
+        self.next_generation();
+    }
+
+    /// Empties every slot in O(1) (O(slots) once every 2³² calls).
+    fn next_generation(&mut self) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.slots.fill(Slot::default());
@@ -124,10 +136,7 @@ impl KeySet {
         loop {
             self.probes += 1;
             if !self.hardened && self.probes > PROBES_PER_KEY * self.used + PROBE_SLACK {
-                return match self.harden(bytes, nodes) {
-                    Some(()) => self.insert(object, key, bytes, nodes),
-                    None => Insert::Broken,
-                };
+                return self.harden_and_insert(object, key, bytes, nodes);
             }
             let Some(slot) = self.slots.get_mut(index) else {
                 return Insert::Broken;
@@ -140,6 +149,7 @@ impl KeySet {
                     hash,
                 };
                 self.used += 1;
+                self.entries.push((object, key));
                 return Insert::New;
             }
             if slot.object == object && slot.hash == hash {
@@ -149,26 +159,45 @@ impl KeySet {
                 if super::keys_equal(bytes, earlier, node) {
                     return Insert::Duplicate;
                 }
+                if !self.hardened {
+                    // Two keys of one object with one 32-bit hash: crafted, most likely. Their
+                    // comparisons cost their length, which the probe budget does not count.
+                    return self.harden_and_insert(object, key, bytes, nodes);
+                }
             }
             index = (index + 1) & mask;
         }
     }
 
-    /// Switches the current generation to SipHash: re-hashes its keys into slots of the same
-    /// number. `None` if a key node is out of range (unreachable: the caller refuses the input).
+    /// Switches the current generation to SipHash, then inserts as [`KeySet::insert`] does.
     #[cold]
     #[inline(never)]
+    fn harden_and_insert(&mut self, object: u32, key: u32, bytes: &[u8], nodes: &[Node]) -> Insert {
+        match self.harden(bytes, nodes) {
+            Some(()) => self.insert(object, key, bytes, nodes),
+            None => Insert::Broken,
+        }
+    }
+
+    /// Switches the current generation to SipHash: empties the slots (a new generation, O(1))
+    /// and re-inserts the keys it held from `entries`, so the cost is that of the keys, not of
+    /// the table (which keeps the size of the largest parse before). `None` if a key node is out
+    /// of range (unreachable: the caller refuses the input).
     fn harden(&mut self, bytes: &[u8], nodes: &[Node]) -> Option<()> {
         self.hardened = true;
-        let len = self.slots.len();
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); len]);
-        let mask = len.wrapping_sub(1);
-        for slot in old.into_iter().filter(|s| s.generation == self.generation) {
-            let hash = self.hash(slot.object, bytes, nodes.get(usize_from(slot.key))?);
+        self.next_generation();
+        let mask = self.slots.len().wrapping_sub(1);
+        for &(object, key) in &self.entries {
+            let hash = self.hash(object, bytes, nodes.get(usize_from(key))?);
             let mut index = usize_from(hash) & mask;
             while let Some(target) = self.slots.get_mut(index) {
                 if target.generation != self.generation {
-                    *target = Slot { hash, ..slot };
+                    *target = Slot {
+                        generation: self.generation,
+                        object,
+                        key,
+                        hash,
+                    };
                     break;
                 }
                 index = (index + 1) & mask;
@@ -199,14 +228,16 @@ impl KeySet {
     /// of the decoded key, then the object mixed in by a multiply.
     #[inline(always)]
     fn hash(&self, object: u32, bytes: &[u8], node: &Node) -> u32 {
-        #[cfg(test)]
-        if self.colliding && !self.hardened {
-            return 0;
-        }
         let key = if self.hardened {
             key_hash(self.strong.build_hasher(), bytes, node)
         } else {
-            key_hash(self.fast.build_hasher(), bytes, node)
+            let fast = key_hash(self.fast.build_hasher(), bytes, node);
+            #[cfg(test)]
+            if let Some(collide) = self.collide {
+                let [a, b, c, d, ..] = fast.to_le_bytes();
+                return collide(u32::from_le_bytes([a, b, c, d]));
+            }
+            fast
         };
         let [a, b, c, d, ..] = key.to_le_bytes();
         u32::from_le_bytes([a, b, c, d]) ^ object.wrapping_mul(0x9E37_79B9)
@@ -258,6 +289,8 @@ fn key_hash(mut hasher: impl Hasher, bytes: &[u8], node: &Node) -> u64 {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
 
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::super::{ErrorKind, Tape};
     use super::{CHUNK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
 
@@ -269,17 +302,28 @@ mod tests {
         format!("{{{}{extra}}}", members.join(","))
     }
 
+    /// Distinct hashes that all pick the same slot (low 16 bits zero), for the probe budget.
+    fn same_slot(_fast: u32) -> u32 {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed) << 16
+    }
+
+    /// One hash for every key.
+    fn same_hash(_fast: u32) -> u32 {
+        0
+    }
+
     #[test]
-    fn keys_crafted_to_collide_switch_the_parse_to_siphash_and_stay_linear() {
+    fn keys_crafted_into_one_cluster_spend_the_budget_then_switch_to_siphash() {
         let count = 2_000;
         let mut tape = Tape::new();
-        tape.keys.colliding = true;
+        tape.keys.collide = Some(same_slot);
         let text = object("k", count, "");
         let doc = tape.parse(text.as_bytes(), 10).unwrap();
         assert_eq!(doc.root().len(), count);
         assert!(tape.keys.hardened);
-        // Every key probing the one colliding cluster would take count²/2 = 2,000,000 probes;
-        // the switch caps the fast hash's share at the budget.
+        // Every key probing the one cluster would take count²/2 = 2,000,000 probes; the switch
+        // caps the fast hash's share at the budget.
         let budget = PROBES_PER_KEY * count + PROBE_SLACK;
         assert!(tape.keys.probes < 2 * budget, "{} probes", tape.keys.probes);
 
@@ -294,13 +338,55 @@ mod tests {
             );
             assert!(tape.keys.hardened);
         }
-        // The k-th colliding key probes k slots, within the budget up to 18 keys.
+        // The k-th key of one cluster probes k slots, within the budget up to 18 keys.
         let small = usize::try_from(LINEAR_MEMBERS).unwrap() + 2;
         assert!((1..=small).all(|k| k * (k + 1) / 2 <= PROBES_PER_KEY * (k - 1) + PROBE_SLACK));
         tape.parse(object("k", small, "").as_bytes(), 10).unwrap();
+        assert!(!tape.keys.hardened, "{small} keys stay within the budget");
+    }
+
+    #[test]
+    fn regression_two_keys_with_one_hash_switch_to_siphash_before_a_second_comparison() {
+        // Found by review: the budget counts probes, and a probe that meets a key with the same
+        // hash compares the two keys' bytes, so long colliding keys cost their length on every
+        // such probe. Now the first pair of different keys with one hash switches the parse.
+        let mut tape = Tape::new();
+        tape.keys.collide = Some(same_hash);
+        let long = "x".repeat(10_000);
+        let members = usize::try_from(LINEAR_MEMBERS).unwrap() + 1;
+        let text = object(&long, members, "");
+        tape.parse(text.as_bytes(), 10).unwrap();
+        assert!(tape.keys.hardened, "{members} keys with one hash");
+        // Well within the budget (the old trigger): 17 keys, 2 + 17 probes.
         assert!(
-            !tape.keys.hardened,
-            "{small} colliding keys stay within the budget"
+            tape.keys.probes < 2 * members,
+            "{} probes",
+            tape.keys.probes
+        );
+        let text = object("k", members, r#","k3":0"#);
+        assert!(
+            tape.parse(text.as_bytes(), 10).is_err(),
+            "duplicates still found"
+        );
+    }
+
+    #[test]
+    fn regression_switching_to_siphash_costs_the_keys_held_not_the_table() {
+        // Found by review: the switch re-hashed by scanning (and reallocating) the whole table,
+        // which keeps the size of the largest parse before — 1 M slots after one large
+        // document made every later switch cost 16 MiB. It now re-inserts the keys it listed.
+        let mut tape = Tape::new();
+        tape.parse(object("k", 300_000, "").as_bytes(), 10).unwrap();
+        let (slots, len) = (tape.keys.slots.as_ptr(), tape.keys.slots.len());
+        assert!(len >= 600_000);
+        tape.keys.collide = Some(same_hash);
+        tape.parse(object("k", 40, "").as_bytes(), 10).unwrap();
+        assert!(tape.keys.hardened);
+        assert_eq!(tape.keys.entries.len(), 40);
+        assert_eq!(
+            (tape.keys.slots.as_ptr(), tape.keys.slots.len()),
+            (slots, len),
+            "the table is neither copied nor reallocated"
         );
     }
 
