@@ -14,6 +14,7 @@ use std::process::Command;
 use capgate::bytecode::decode::{CapcError, load_capc};
 use capgate::bytecode::disasm::disassemble;
 use capgate::bytecode::encode::{FORMAT_VERSION, MAGIC, encode_capc, fnv1a64};
+use capgate::bytecode::index::{CheckIdx, Index};
 use capgate::bytecode::program::CompiledSkill;
 use capgate::bytecode::verify::VerifyReason;
 use capgate::{Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Session, SessionOptions};
@@ -100,6 +101,32 @@ fn every_session_decides_the_same_from_capc_as_from_source() {
             assert_eq!(a, b, "{}", path.display());
         }
     }
+}
+
+#[test]
+fn every_check_of_the_policies_is_self_contained_compiled_or_decoded() {
+    // A deny explains its failing check by running that check alone, which the verifier allows
+    // only for self-contained checks (others are traced from the start of the program).
+    let decoded = load_bytes(&policies_capc()).unwrap();
+    let mut checks = 0;
+    for policy in [load_sources(), decoded] {
+        for skill in &policy.skills {
+            for capability in &skill.capabilities {
+                for i in 0..capability.program.checks.len() {
+                    checks += 1;
+                    assert!(
+                        capability
+                            .program
+                            .self_contained(CheckIdx::from_usize(i).unwrap()),
+                        "{} / {}: check {i}",
+                        skill.name,
+                        capability.name
+                    );
+                }
+            }
+        }
+    }
+    assert!(checks > 20, "{checks} checks");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use capgate::bytecode::program::{
 use capgate::bytecode::verify::verify;
 use capgate::value::Segment;
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, Outcome, run, run_counted};
+use capgate::vm::{Input, Outcome, TestReport, Tracer, run, run_counted, trace_check, trace_from};
 use serde_json::{Value, json};
 
 fn path(segments: Vec<Segment>, text: &str) -> CompiledPath {
@@ -243,4 +243,94 @@ fn count_nodes(value: &Value) -> u64 {
         Value::Object(map) => map.values().map(count_nodes).sum(),
         _ => 0,
     }
+}
+
+/// Every test report and `Require` a trace produced, in order.
+#[derive(Default)]
+struct Transcript {
+    tests: Vec<(usize, bool, Option<String>, String)>,
+    requires: Vec<(usize, bool)>,
+}
+
+impl Tracer for Transcript {
+    fn test(&mut self, report: TestReport) {
+        self.tests
+            .push((report.at, report.holds, report.path, report.message));
+    }
+    fn require(&mut self, check: CheckIdx, holds: bool) {
+        self.requires.push((check.to_usize(), holds));
+    }
+}
+
+/// `calendar == "primary"`, then every attendee's email on example.com: two checks, the second
+/// failing on `attendees[1]`, traced by `trace_check` and by `trace_from` its first instruction.
+fn trace_second_check(ranges: [(u32, u32); 2]) -> (Transcript, Transcript) {
+    let check1 = CheckIdx::from_usize(1).unwrap();
+    let code = vec![
+        Op::Equals {
+            path: p(0),
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check0() },
+        Op::Matches {
+            path: p(1),
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional: false,
+        },
+        Op::Require { check: check1 },
+        Op::Accept,
+    ];
+    let mut program = program(code);
+    program.checks = ranges
+        .iter()
+        .map(|&(start, end)| CheckInfo {
+            code_start: start,
+            ..check(end)
+        })
+        .collect();
+    let verified = verify(program).unwrap();
+    let payload = json!({
+        "calendar": "primary",
+        "attendees": [{"email": "a@example.com"}, {"email": "eve@evil.com"}]
+    });
+    with_input(payload, |input| {
+        assert_eq!(run(&verified, input).unwrap(), Outcome::Failed(check1));
+        let mut alone = Transcript::default();
+        let outcome = trace_check(&verified, input, &mut alone, check1).unwrap();
+        assert_eq!(outcome, Outcome::Failed(check1));
+        let mut from_start = Transcript::default();
+        let start = usize::try_from(verified.checks[1].code_start).unwrap();
+        let outcome = trace_from(&verified, input, &mut from_start, false, start).unwrap();
+        assert_eq!(outcome, Outcome::Failed(check1));
+        (alone, from_start)
+    })
+}
+
+#[test]
+fn a_self_contained_failing_check_is_explained_by_running_it_alone() {
+    let (alone, from_start) = trace_second_check([(0, 2), (2, 4)]);
+    // The same explanation of the failing check...
+    assert_eq!(alone.tests, from_start.tests);
+    assert_eq!(
+        alone.tests,
+        [(
+            2,
+            false,
+            Some("payload.attendees[1].email".to_owned()),
+            r#"value "eve@evil.com" does not match /[^@]+@example\.com/"#.to_owned()
+        )]
+    );
+    // ...without running the check before it.
+    assert_eq!(alone.requires, [(1, false)]);
+    assert_eq!(from_start.requires, [(0, true), (1, false)]);
+}
+
+#[test]
+fn a_check_that_is_not_self_contained_is_explained_from_the_start_of_the_program() {
+    // Overlapping ranges: the second check is not self-contained.
+    let (alone, from_start) = trace_second_check([(0, 3), (2, 4)]);
+    assert_eq!(alone.tests, from_start.tests);
+    assert_eq!(alone.requires, [(0, true), (1, false)]);
+    assert_eq!(from_start.requires, alone.requires);
 }

@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use super::index::{Index, JumpTarget};
+use super::index::{CheckIdx, Index, JumpTarget, lookup};
 use super::op::Op;
 use super::program::Program;
 
@@ -29,6 +29,8 @@ pub struct VerifiedProgram {
     program: Program,
     max_stack: u16,
     reads_clock: bool,
+    /// Per check: [`VerifiedProgram::self_contained`].
+    self_contained: Vec<bool>,
 }
 
 impl VerifiedProgram {
@@ -46,6 +48,16 @@ impl VerifiedProgram {
     /// clock for a decision only when a program or the state store needs it.
     pub fn reads_clock(&self) -> bool {
         self.reads_clock
+    }
+
+    /// True when check `check`'s code can run on its own: it is entered with an empty stack, no
+    /// instruction of it is in another check's range, and no jump leaves or enters it. Such a check computes the same result whether
+    /// the checks before it ran or not, so the explanation of its failure may start at its first
+    /// instruction ([`crate::vm::trace_check`]). The compiler emits only such checks.
+    pub fn self_contained(&self, check: CheckIdx) -> bool {
+        lookup(&self.self_contained, check)
+            .copied()
+            .unwrap_or(false)
     }
 }
 
@@ -291,11 +303,63 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         .code
         .iter()
         .any(|op| matches!(op, Op::RangeNow { .. } | Op::Window { .. }));
+    let self_contained = self_contained_checks(&program, &heights);
     Ok(VerifiedProgram {
         program,
         max_stack: max_height,
         reads_clock,
+        self_contained,
     })
+}
+
+/// [`VerifiedProgram::self_contained`] for every check, in one pass over the code.
+fn self_contained_checks(program: &Program, heights: &[Option<u16>]) -> Vec<bool> {
+    let len = program.code.len();
+    // The check whose range holds each instruction (ranges were checked to lie in the code).
+    let mut owner: Vec<Option<usize>> = vec![None; len];
+    let mut contained: Vec<bool> = program
+        .checks
+        .iter()
+        .map(|check| heights.get(usize_of(check.code_start)) == Some(&Some(0)))
+        .collect();
+    for (index, check) in program.checks.iter().enumerate() {
+        for at in usize_of(check.code_start)..usize_of(check.code_end).min(len) {
+            match owner.get_mut(at) {
+                Some(Some(other)) => {
+                    // Overlapping ranges: neither check stands alone.
+                    let other = *other;
+                    for both in [index, other] {
+                        if let Some(flag) = contained.get_mut(both) {
+                            *flag = false;
+                        }
+                    }
+                }
+                Some(slot) => *slot = Some(index),
+                None => {}
+            }
+        }
+    }
+    for (at, op) in program.code.iter().enumerate() {
+        let Some(target) = op.effect().jump.map(|t| t.to_usize()) else {
+            continue;
+        };
+        let from = owner.get(at).copied().flatten();
+        let to = owner.get(target).copied().flatten();
+        // A jump between two checks (or between a check and code outside every check) spoils
+        // both ends.
+        if from != to {
+            for index in [from, to].into_iter().flatten() {
+                if let Some(flag) = contained.get_mut(index) {
+                    *flag = false;
+                }
+            }
+        }
+    }
+    contained
+}
+
+fn usize_of(offset: u32) -> usize {
+    usize::try_from(offset).unwrap_or(usize::MAX)
 }
 
 /// Builds a jump target for tests and the compiler.
@@ -327,6 +391,71 @@ mod tests {
 
     fn check0() -> CheckIdx {
         CheckIdx::from_usize(0).unwrap()
+    }
+
+    fn check_at(index: usize) -> CheckIdx {
+        CheckIdx::from_usize(index).unwrap()
+    }
+
+    /// `code` with one check per `(start, end)` range.
+    fn with_checks(code: Vec<Op>, ranges: &[(u32, u32)]) -> Program {
+        let mut program = program(code);
+        program.checks = ranges
+            .iter()
+            .map(|&(code_start, code_end)| CheckInfo {
+                constraint: "any",
+                location: None,
+                summary: String::new(),
+                code_start,
+                code_end,
+            })
+            .collect();
+        program
+    }
+
+    /// Two checks as the compiler lays them out: `true || false`, then `true`; `jump` is the
+    /// first check's short-circuit target.
+    fn two_checks(jump: usize) -> Vec<Op> {
+        vec![
+            Op::Push(true),
+            Op::OrElse {
+                target: jump_to(jump).unwrap(),
+            },
+            Op::Push(false),
+            Op::Require { check: check_at(0) },
+            Op::Push(true),
+            Op::Require { check: check_at(1) },
+            Op::Accept,
+        ]
+    }
+
+    fn contained(program: Program) -> Vec<bool> {
+        let verified = verify(program).unwrap();
+        (0..verified.checks.len())
+            .map(|i| verified.self_contained(check_at(i)))
+            .collect()
+    }
+
+    #[test]
+    fn checks_laid_out_one_after_another_are_self_contained() {
+        let program = with_checks(two_checks(3), &[(0, 4), (4, 6)]);
+        assert_eq!(contained(program), [true, true]);
+    }
+
+    #[test]
+    fn a_jump_between_checks_an_overlap_or_a_stack_at_entry_is_not_self_contained() {
+        // The first check's short-circuit lands on the second check's `Require`.
+        let across = with_checks(two_checks(5), &[(0, 4), (4, 6)]);
+        assert_eq!(contained(across), [false, false]);
+        // Ranges that share an instruction.
+        let overlap = with_checks(two_checks(3), &[(0, 4), (3, 6)]);
+        assert_eq!(contained(overlap), [false, false]);
+        // The second range starts with a value on the stack (after its `Push`).
+        let entered_with_stack = with_checks(two_checks(3), &[(0, 4), (5, 6)]);
+        assert_eq!(contained(entered_with_stack), [true, false]);
+        // A jump from code outside every check into one.
+        let from_outside = with_checks(two_checks(3), &[(2, 4), (4, 6)]);
+        assert_eq!(contained(from_outside), [false, true]);
     }
 
     #[test]

@@ -962,9 +962,7 @@ fn explain_failure<'r, J: Json<'r>>(
         .map(Location::to_text);
     let mut tracer = FirstFailure::default();
     // Only the failing check needs its tests explained: the ones before it held.
-    let explain_from = info.map_or(0, |c| usize::try_from(c.code_start).unwrap_or(0));
-    let traced =
-        crate::vm::trace_from(&capability.program, input, &mut tracer, false, explain_from);
+    let traced = crate::vm::trace_check(&capability.program, input, &mut tracer, check);
     let reports = match (traced, tracer.failed) {
         (Ok(Outcome::Failed(traced_check)), Some((failed, reports)))
             if traced_check == check && failed == check =>

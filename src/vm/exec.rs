@@ -128,7 +128,7 @@ pub fn run<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
-    execute::<J, Silent>(program, input, &mut Silent, false, 0, &mut steps)
+    execute::<J, Silent>(program, input, &mut Silent, false, 0, 0, &mut steps)
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
@@ -137,7 +137,7 @@ pub fn run_counted<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, 0, &mut steps)?;
+    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, 0, 0, &mut steps)?;
     Ok((outcome, steps))
 }
 
@@ -169,7 +169,39 @@ pub fn trace_from<'r, J: Json<'r>, T: Tracer>(
         input,
         &mut Traced(tracer),
         keep_going,
+        0,
         explain_from,
+        &mut steps,
+    )
+}
+
+/// Explains the failure of check `check`, which the decision being explained saw fail after
+/// every check before it held: traces its tests, stopping at its `Require`. A check the verifier
+/// proved self-contained ([`VerifiedProgram::self_contained`]) is run on its own, from its first
+/// instruction; any other check is reached by [`trace_from`] the start of the program, the
+/// checks before it run as on the hot path. The outcome is `Failed(check)` either way unless the
+/// trace disagrees with the decision, which the caller treats as an internal error.
+pub fn trace_check<'r, J: Json<'r>, T: Tracer>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    tracer: &mut T,
+    check: CheckIdx,
+) -> Result<Outcome, VmError> {
+    let start = lookup(&program.program().checks, check)
+        .map_or(0, |info| usize::try_from(info.code_start).unwrap_or(0));
+    let from = if program.self_contained(check) {
+        start
+    } else {
+        0
+    };
+    let mut steps = Steps::default();
+    execute(
+        program,
+        input,
+        &mut Traced(tracer),
+        false,
+        from,
+        start,
         &mut steps,
     )
 }
@@ -208,13 +240,14 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     input: &Input<'_, J>,
     sink: &mut S,
     keep_going: bool,
+    start: usize,
     explain_from: usize,
     steps: &mut Steps,
 ) -> Result<Outcome, VmError> {
     let program = verified.program();
     let mut stack = Stack::new();
     let mut first_failure = None;
-    let mut pc = 0usize;
+    let mut pc = start;
     loop {
         let op = program
             .code
