@@ -50,8 +50,9 @@ impl VerifiedProgram {
         self.reads_clock
     }
 
-    /// True when check `check`'s code can run on its own: it is entered with an empty stack, no
-    /// instruction of it is in another check's range, and no jump leaves or enters it. Such a check computes the same result whether
+    /// True when check `check`'s code can run on its own: it is entered with an empty stack, its
+    /// range overlaps no other check's, every `Require` of it lies inside it, and no jump leaves
+    /// or enters it. Such a check computes the same result whether
     /// the checks before it ran or not, so the explanation of its failure may start at its first
     /// instruction ([`crate::vm::trace_check`]). The compiler emits only such checks.
     pub fn self_contained(&self, check: CheckIdx) -> bool {
@@ -312,50 +313,83 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
     })
 }
 
-/// [`VerifiedProgram::self_contained`] for every check, in one pass over the code.
+/// [`VerifiedProgram::self_contained`] for every check: O(L + C log C) for L instructions and C
+/// checks, whatever the ranges (hostile `.capc` files may overlap them all).
 fn self_contained_checks(program: &Program, heights: &[Option<u16>]) -> Vec<bool> {
     let len = program.code.len();
-    // The check whose range holds each instruction (ranges were checked to lie in the code).
-    let mut owner: Vec<Option<usize>> = vec![None; len];
+    let range = |index: usize| {
+        program.checks.get(index).map_or((0, 0), |check| {
+            (
+                usize_of(check.code_start),
+                usize_of(check.code_end).min(len),
+            )
+        })
+    };
     let mut contained: Vec<bool> = program
         .checks
         .iter()
         .map(|check| heights.get(usize_of(check.code_start)) == Some(&Some(0)))
         .collect();
-    for (index, check) in program.checks.iter().enumerate() {
-        for at in usize_of(check.code_start)..usize_of(check.code_end).min(len) {
-            match owner.get_mut(at) {
-                Some(Some(other)) => {
-                    // Overlapping ranges: neither check stands alone.
-                    let other = *other;
-                    for both in [index, other] {
-                        if let Some(flag) = contained.get_mut(both) {
-                            *flag = false;
-                        }
-                    }
-                }
-                Some(slot) => *slot = Some(index),
-                None => {}
+    // Ranges that overlap another: sorted by start, a run of ranges each starting before the
+    // furthest end so far overlaps pairwise-connected, and every range in a run of two or more
+    // overlaps some other. Those checks do not stand alone.
+    let mut by_start: Vec<usize> = (0..program.checks.len()).collect();
+    by_start.sort_unstable_by_key(|&index| range(index));
+    let mut run: Vec<usize> = Vec::new();
+    let mut run_end = 0;
+    for &index in &by_start {
+        let (start, end) = range(index);
+        if run.is_empty() || start >= run_end {
+            if run.len() > 1 {
+                run.iter().for_each(|&i| spoil(&mut contained, i));
             }
+            run.clear();
+            run_end = end;
+        }
+        run.push(index);
+        run_end = run_end.max(end);
+    }
+    if run.len() > 1 {
+        run.iter().for_each(|&i| spoil(&mut contained, i));
+    }
+    // The check whose range holds each instruction, for ranges that overlap nothing (so each
+    // instruction is written once).
+    let mut owner: Vec<Option<usize>> = vec![None; len];
+    for (index, _) in contained.iter().enumerate().filter(|(_, flag)| **flag) {
+        let (start, end) = range(index);
+        for slot in owner.get_mut(start..end).into_iter().flatten() {
+            *slot = Some(index);
         }
     }
     for (at, op) in program.code.iter().enumerate() {
-        let Some(target) = op.effect().jump.map(|t| t.to_usize()) else {
-            continue;
-        };
-        let from = owner.get(at).copied().flatten();
-        let to = owner.get(target).copied().flatten();
+        let here = owner.get(at).copied().flatten();
+        // A check's `Require` outside its own range: the decision may fail it without passing
+        // the range's start.
+        if let Op::Require { check } = op {
+            let check = check.to_usize();
+            if here != Some(check) {
+                spoil(&mut contained, check);
+            }
+        }
         // A jump between two checks (or between a check and code outside every check) spoils
         // both ends.
-        if from != to {
-            for index in [from, to].into_iter().flatten() {
-                if let Some(flag) = contained.get_mut(index) {
-                    *flag = false;
+        if let Some(target) = op.effect().jump.map(|t| t.to_usize()) {
+            let there = owner.get(target).copied().flatten();
+            if here != there {
+                for index in [here, there].into_iter().flatten() {
+                    spoil(&mut contained, index);
                 }
             }
         }
     }
     contained
+}
+
+/// Marks check `index` as not self-contained.
+fn spoil(contained: &mut [bool], index: usize) {
+    if let Some(flag) = contained.get_mut(index) {
+        *flag = false;
+    }
 }
 
 fn usize_of(offset: u32) -> usize {
@@ -440,6 +474,64 @@ mod tests {
     fn checks_laid_out_one_after_another_are_self_contained() {
         let program = with_checks(two_checks(3), &[(0, 4), (4, 6)]);
         assert_eq!(contained(program), [true, true]);
+    }
+
+    #[test]
+    fn regression_a_require_outside_its_checks_range_is_not_self_contained() {
+        // Found by review: the decision can fail such a check without passing its range's
+        // start, so a trace started there disagreed (a jump over the range straight to the
+        // `Require`) or blamed a test that never ran (the `Require` before the range).
+        let jump_over = vec![
+            Op::Push(false),
+            Op::AndThen {
+                target: jump_to(4).unwrap(),
+            },
+            Op::Push(true),
+            Op::Not,
+            Op::Require { check: check_at(1) },
+            Op::Accept,
+        ];
+        let program = with_checks(jump_over, &[(0, 2), (2, 4)]);
+        assert_eq!(contained(program), [false, false]);
+        let require_before = vec![
+            Op::Push(false),
+            Op::Require { check: check_at(1) },
+            Op::Push(true),
+            Op::Require { check: check_at(1) },
+            Op::Accept,
+        ];
+        let program = with_checks(require_before, &[(0, 2), (2, 4)]);
+        assert_eq!(contained(program), [true, false]);
+    }
+
+    #[test]
+    fn overlapping_ranges_are_found_in_any_order_and_nesting() {
+        // Twelve checks `push; require`, check i's at 2i; ranges: one nesting another, a chain
+        // of two, two overlapping the same third out of order, three that are their own code,
+        // and an overlapping pair last.
+        let mut code = Vec::new();
+        for i in 0..12 {
+            code.extend([Op::Push(true), Op::Require { check: check_at(i) }]);
+        }
+        code.push(Op::Accept);
+        let ranges = [
+            (0, 4),   // 0: holds check 1's range
+            (2, 4),   // 1
+            (4, 6),   // 2: alone
+            (6, 9),   // 3: overlaps 4
+            (8, 12),  // 4
+            (16, 18), // 5: overlaps 7
+            (12, 14), // 6: alone
+            (14, 18), // 7: overlaps 5 and 8
+            (14, 16), // 8: overlaps 7
+            (18, 20), // 9: alone
+            (20, 23), // 10: overlaps 11
+            (22, 24), // 11
+        ];
+        let expected = [
+            false, false, true, false, false, false, true, false, false, true, false, false,
+        ];
+        assert_eq!(contained(with_checks(code, &ranges)), expected);
     }
 
     #[test]
