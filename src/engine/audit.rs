@@ -2,6 +2,7 @@
 
 mod line;
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -82,11 +83,10 @@ pub struct JsonLinesAudit<W: Write + Send> {
     state: Mutex<Lines<W>>,
 }
 
-/// The writer, the line buffer reused for every record, and what failed.
+/// The writer and what failed (the line is built outside the lock, in [`LINE`]).
 #[derive(Debug)]
 struct Lines<W> {
     out: W,
-    line: Vec<u8>,
     failures: Option<AuditWriteFailures>,
     /// The last write failed, and may have left part of its line with the writer: the next
     /// record starts with a newline, so that fragment ends there instead of running into it.
@@ -108,7 +108,6 @@ impl<W: Write + Send> JsonLinesAudit<W> {
         Arc::new(JsonLinesAudit {
             state: Mutex::new(Lines {
                 out,
-                line: Vec::new(),
                 failures: None,
                 torn: false,
             }),
@@ -122,32 +121,51 @@ impl<W: Write + Send> JsonLinesAudit<W> {
     }
 }
 
+thread_local! {
+    /// The line buffer of this thread's records, reused for every record: a record is built
+    /// before the sink's lock is taken, so threads auditing in parallel wait for each other only
+    /// while a finished line is handed to the writer.
+    static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
     fn record(&self, record: &AuditRecord<'_>) {
+        LINE.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut line) => self.write_record(&mut line, record),
+            // A sink called from inside another record's writer on this thread.
+            Err(_) => self.write_record(&mut Vec::new(), record),
+        });
+    }
+}
+
+impl<W: Write + Send> JsonLinesAudit<W> {
+    /// Builds `record`'s line in `line` (a newline first, sent only after a torn write), then
+    /// hands it to the writer under the lock.
+    fn write_record(&self, line: &mut Vec<u8>, record: &AuditRecord<'_>) {
+        line.clear();
+        line.push(b'\n');
+        // Written whole before anything reaches the writer, so a failure never leaves half a
+        // line from this step (writing this record into memory cannot fail in practice).
+        let built = line::write(line, record).map_err(std::io::Error::from);
+        line.push(b'\n');
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Lines {
             out,
-            line,
             failures,
             torn,
         } = &mut *state;
-        line.clear();
-        if *torn {
-            line.push(b'\n');
-        }
-        // Written whole before anything reaches the writer, so a failure never leaves half a
-        // line from this step (writing this record into memory cannot fail in practice).
-        let written = match line::write(line, record) {
-            Err(e) => Err(std::io::Error::from(e)),
-            Ok(()) => {
-                line.push(b'\n');
-                // Only a failed `write_all` can leave part of a line behind (a failed flush
-                // leaves the bytes with the writer, which sends them on its next write).
-                let sent = out.write_all(line);
-                *torn = sent.is_err();
-                sent.and_then(|()| out.flush())
-            }
-        };
+        let written = built.and_then(|()| {
+            let whole = if *torn {
+                line.as_slice()
+            } else {
+                line.get(1..).unwrap_or_default()
+            };
+            // Only a failed `write_all` can leave part of a line behind (a failed flush leaves
+            // the bytes with the writer, which sends them on its next write).
+            let sent = out.write_all(whole);
+            *torn = sent.is_err();
+            sent.and_then(|()| out.flush())
+        });
         if let Err(e) = written {
             match failures {
                 Some(failures) => failures.records += 1,
@@ -303,6 +321,38 @@ mod tests {
         for (line, agent) in lines[1..].iter().zip(["agent-2", "agent-3"]) {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(value["agent"], agent);
+        }
+    }
+
+    /// A writer that audits each line it receives into a second sink, on the same thread.
+    #[derive(Debug)]
+    struct Relay(Arc<JsonLinesAudit<Shared>>);
+
+    impl Write for Relay {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.record(&record("relayed", "relay"));
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_sink_called_from_inside_another_sinks_writer_builds_its_own_line() {
+        // The outer record holds this thread's line buffer while its writer runs.
+        let inner_out = Shared::default();
+        let inner = JsonLinesAudit::new(inner_out.clone());
+        let outer = JsonLinesAudit::new(Relay(inner));
+        outer.record(&record("s", "agent-1"));
+        outer.record(&record("s", "agent-2"));
+        assert_eq!(outer.write_failures(), None);
+        let text = String::from_utf8(inner_out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        for line in text.lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(value["skill"], "relayed");
         }
     }
 
