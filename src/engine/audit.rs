@@ -66,12 +66,13 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 
 /// Writes records as JSON lines to any writer (a file, for `--audit FILE`).
 ///
-/// Each record is written whole into a line buffer the sink keeps (so it allocates only while a
-/// record is longer than any before it) — the bytes `serde_json` makes of [`AuditRecord`]'s
-/// `Serialize`, written field by field without escaping the fixed keys byte by byte — then
-/// handed to the writer in one `write_all` and flushed: an unbuffered writer such as a bare
-/// [`std::fs::File`] sees one `write` per record, not one per JSON token, and a line is never
-/// interleaved with another thread's.
+/// Each record is written whole into a line buffer of the calling thread (so it allocates only
+/// while a record is longer than any that thread wrote before) — the bytes `serde_json` makes of
+/// [`AuditRecord`]'s `Serialize`, written field by field without escaping the fixed keys byte by
+/// byte — before the sink's lock is taken, then handed to the writer under the lock in one
+/// `write_all` and flushed: an unbuffered writer such as a bare [`std::fs::File`] sees one
+/// `write` per record, not one per JSON token, a line is never interleaved with another
+/// thread's, and threads wait for each other only while a finished line is written.
 ///
 /// A failed write or flush does not change the decision (the sink runs after it), but it is
 /// not silent either: [`JsonLinesAudit::write_failures`] counts the records concerned and keeps
