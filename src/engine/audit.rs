@@ -131,11 +131,16 @@ thread_local! {
 
 impl<W: Write + Send + std::fmt::Debug> AuditSink for JsonLinesAudit<W> {
     fn record(&self, record: &AuditRecord<'_>) {
-        LINE.with(|cell| match cell.try_borrow_mut() {
+        let done = LINE.try_with(|cell| match cell.try_borrow_mut() {
             Ok(mut line) => self.write_record(&mut line, record),
             // A sink called from inside another record's writer on this thread.
             Err(_) => self.write_record(&mut Vec::new(), record),
         });
+        if done.is_err() {
+            // This thread's storage is being torn down (a decision from another thread-local's
+            // destructor): `try_with` ran nothing, so the record is written once, from here.
+            self.write_record(&mut Vec::new(), record);
+        }
     }
 }
 
@@ -162,9 +167,13 @@ impl<W: Write + Send> JsonLinesAudit<W> {
                 line.get(1..).unwrap_or_default()
             };
             // Only a failed `write_all` can leave part of a line behind (a failed flush leaves
-            // the bytes with the writer, which sends them on its next write).
+            // the bytes with the writer, which sends them on its next write). Marked torn
+            // first, so a writer that panics part-way is treated as one that failed.
+            *torn = true;
             let sent = out.write_all(whole);
-            *torn = sent.is_err();
+            if sent.is_ok() {
+                *torn = false;
+            }
             sent.and_then(|()| out.flush())
         });
         if let Err(e) = written {
@@ -355,6 +364,92 @@ mod tests {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(value["skill"], "relayed");
         }
+    }
+
+    /// Records into its sink when dropped.
+    struct RecordOnDrop(Arc<JsonLinesAudit<Shared>>);
+
+    impl Drop for RecordOnDrop {
+        fn drop(&mut self) {
+            self.0.record(&record("s", "at-thread-exit"));
+        }
+    }
+
+    thread_local! {
+        static ON_EXIT: RefCell<Option<RecordOnDrop>> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn regression_a_record_from_a_thread_local_destructor_is_written() {
+        // Found by review: the line buffer is a thread-local, and thread-locals are destroyed
+        // in reverse order of first use, so a destructor registered before the buffer's first
+        // use ran after it was gone; `LINE.with` panicked, and a panic in a thread-local
+        // destructor aborts the process.
+        let out = Shared::default();
+        let sink = JsonLinesAudit::new(out.clone());
+        let for_thread = Arc::clone(&sink);
+        std::thread::spawn(move || {
+            ON_EXIT.with(|slot| *slot.borrow_mut() = Some(RecordOnDrop(Arc::clone(&for_thread))));
+            for_thread.record(&record("s", "in-thread"));
+        })
+        .join()
+        .unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let agents: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                value["agent"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(agents, ["in-thread", "at-thread-exit"]);
+    }
+
+    /// Takes part of the first line it is given, then panics.
+    #[derive(Debug, Clone, Default)]
+    struct Panicking {
+        bytes: Arc<Mutex<Vec<u8>>>,
+        calls: Arc<Mutex<usize>>,
+    }
+
+    impl Write for Panicking {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let first = {
+                let mut calls = self.calls.lock().unwrap();
+                *calls += 1;
+                *calls == 1
+            };
+            let taken = if first { bytes.len() / 2 } else { bytes.len() };
+            self.bytes
+                .lock()
+                .unwrap()
+                .extend_from_slice(&bytes[..taken]);
+            assert!(!first, "the writer panics part-way through its first line");
+            Ok(taken)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn regression_a_record_after_a_writer_panicked_part_way_starts_on_its_own_line() {
+        // Found by review (older than the thread-local buffer): a writer that took part of a
+        // line and then panicked left `torn` unset, so the next record was glued to the
+        // fragment.
+        let out = Panicking::default();
+        let sink = JsonLinesAudit::new(out.clone());
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sink.record(&record("s", "agent-1"));
+        }));
+        assert!(panicked.is_err());
+        sink.record(&record("s", "agent-2"));
+        let text = String::from_utf8(out.bytes.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let value: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(value["agent"], "agent-2");
     }
 
     #[test]

@@ -19,12 +19,13 @@
 //! - the parse's inserts overrun a budget of probed slots, [`PROBES_PER_KEY`] per key held plus
 //!   [`PROBE_SLACK`] (random keys at the set's load, at most half full, probe fewer than two slots
 //!   per insert on average), or
-//! - two different keys of one object have the same 32-bit hash (about one chance in 2³² per
-//!   pair for honest keys), before their bytes are compared a second time.
+//! - comparisons of different keys of one object that have the same 32-bit hash overrun a
+//!   budget of bytes: each charges the new key's length, and the parse may spend the length of
+//!   the keys it holds plus [`COMPARE_SLACK`]. Honest keys rarely share a hash (n keys make about
+//!   n²/2³³ such pairs: 0.3 for 50,000 keys), and crafted ones cost their bytes.
 //!
-//! Keys crafted to collide so cost at most the budget, one comparison of a colliding key and one
-//! re-hash of the keys held: an object of n members still costs O(n) in probes and in bytes
-//! compared.
+//! Keys crafted to collide so cost at most the two budgets and one re-hash of the keys held: a
+//! parse stays linear in its input, in probes and in bytes compared.
 
 use super::usize_from;
 use std::collections::hash_map::RandomState;
@@ -42,6 +43,8 @@ pub(super) const LINEAR_MEMBERS: u32 = 16;
 const PROBES_PER_KEY: usize = 16;
 /// Slots the fast hash may probe beyond [`PROBES_PER_KEY`] per key.
 const PROBE_SLACK: usize = 64;
+/// Bytes that comparisons of same-hash keys may cost beyond the length of the keys held.
+const COMPARE_SLACK: usize = 1024;
 
 /// One slot: a key node of an object, valid only in the generation that wrote it.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,6 +66,10 @@ pub(super) struct KeySet {
     generation: u32,
     /// Slots probed by the current generation's inserts.
     probes: usize,
+    /// The length (in input bytes) of the keys held in the current generation.
+    key_bytes: usize,
+    /// Bytes charged by comparisons of different keys with one hash in the current generation.
+    compared: usize,
     /// The current generation hashes with `strong` (an attack was suspected).
     hardened: bool,
     /// The (object, key node) pairs of the current generation, for re-hashing them.
@@ -81,6 +88,8 @@ impl Default for KeySet {
             used: 0,
             generation: 0,
             probes: 0,
+            key_bytes: 0,
+            compared: 0,
             hardened: false,
             entries: Vec::new(),
             fast: FastState::default(),
@@ -107,6 +116,8 @@ impl KeySet {
     pub(super) fn reset(&mut self) {
         self.used = 0;
         self.probes = 0;
+        self.key_bytes = 0;
+        self.compared = 0;
         self.hardened = false;
         self.entries.clear();
         self.next_generation();
@@ -149,6 +160,7 @@ impl KeySet {
                     hash,
                 };
                 self.used += 1;
+                self.key_bytes += key_len(node);
                 self.entries.push((object, key));
                 return Insert::New;
             }
@@ -159,9 +171,10 @@ impl KeySet {
                 if super::keys_equal(bytes, earlier, node) {
                     return Insert::Duplicate;
                 }
-                if !self.hardened {
-                    // Two keys of one object with one 32-bit hash: crafted, most likely. Their
-                    // comparisons cost their length, which the probe budget does not count.
+                // Two keys of one object with one 32-bit hash: their comparison cost up to the
+                // key's length, which the probe budget does not count.
+                self.compared += key_len(node) + 1;
+                if !self.hardened && self.compared > self.key_bytes + COMPARE_SLACK {
                     return self.harden_and_insert(object, key, bytes, nodes);
                 }
             }
@@ -244,6 +257,12 @@ impl KeySet {
     }
 }
 
+/// The length of a key node's body in the input.
+#[inline(always)]
+fn key_len(node: &Node) -> usize {
+    usize_from(node.end.saturating_sub(node.start))
+}
+
 /// The bytes [`key_hash`] hands its hasher in one `write`.
 const CHUNK: usize = 16;
 
@@ -292,7 +311,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::super::{ErrorKind, Tape};
-    use super::{CHUNK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
+    use super::{CHUNK, COMPARE_SLACK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
 
     /// An object of `count` members `"{prefix}{i}": i`, then `extra` before the closing brace.
     fn object(prefix: &str, count: usize, extra: &str) -> String {
@@ -346,22 +365,23 @@ mod tests {
     }
 
     #[test]
-    fn regression_two_keys_with_one_hash_switch_to_siphash_before_a_second_comparison() {
-        // Found by review: the budget counts probes, and a probe that meets a key with the same
+    fn regression_comparing_keys_with_one_hash_costs_at_most_their_bytes() {
+        // Found by review: the budget counted probes, and a probe that meets a key with the same
         // hash compares the two keys' bytes, so long colliding keys cost their length on every
-        // such probe. Now the first pair of different keys with one hash switches the parse.
+        // such probe (input^1.5). Those comparisons now charge a budget of bytes — the length
+        // of the keys held — and overrunning it switches the parse to SipHash.
         let mut tape = Tape::new();
         tape.keys.collide = Some(same_hash);
         let long = "x".repeat(10_000);
-        let members = usize::try_from(LINEAR_MEMBERS).unwrap() + 1;
+        let members = 200;
         let text = object(&long, members, "");
         tape.parse(text.as_bytes(), 10).unwrap();
-        assert!(tape.keys.hardened, "{members} keys with one hash");
-        // Well within the budget (the old trigger): 17 keys, 2 + 17 probes.
+        assert!(tape.keys.hardened, "{members} long keys with one hash");
+        let (compared, held) = (tape.keys.compared, tape.keys.key_bytes);
+        // Without the budget: every key compared with every earlier one, ~200²/2 × 10 KB.
         assert!(
-            tape.keys.probes < 2 * members,
-            "{} probes",
-            tape.keys.probes
+            compared <= held + COMPARE_SLACK + 2 * (long.len() + 4),
+            "{compared} bytes compared for {held} bytes of keys"
         );
         let text = object("k", members, r#","k3":0"#);
         assert!(
