@@ -171,9 +171,10 @@ impl KeySet {
                 if super::keys_equal(bytes, earlier, node) {
                     return Insert::Duplicate;
                 }
-                // Two keys of one object with one 32-bit hash: their comparison cost up to the
-                // key's length, which the probe budget does not count.
-                self.compared += key_len(node) + 1;
+                // Two keys of one object with one 32-bit hash: their comparison costs up to
+                // both keys' lengths (a decoded comparison scans a raw run to its end), which
+                // the probe budget does not count.
+                self.compared += key_len(node) + key_len(earlier) + 1;
                 if !self.hardened && self.compared > self.key_bytes + COMPARE_SLACK {
                     return self.harden_and_insert(object, key, bytes, nodes);
                 }
@@ -242,9 +243,9 @@ impl KeySet {
     #[inline(always)]
     fn hash(&self, object: u32, bytes: &[u8], node: &Node) -> u32 {
         let key = if self.hardened {
-            key_hash(self.strong.build_hasher(), bytes, node)
+            key_hash(self.strong.build_hasher(), object, bytes, node)
         } else {
-            let fast = key_hash(self.fast.build_hasher(), bytes, node);
+            let fast = key_hash(self.fast.build_hasher(), object, bytes, node);
             #[cfg(test)]
             if let Some(collide) = self.collide {
                 let [a, b, c, d, ..] = fast.to_le_bytes();
@@ -253,7 +254,7 @@ impl KeySet {
             fast
         };
         let [a, b, c, d, ..] = key.to_le_bytes();
-        u32::from_le_bytes([a, b, c, d]) ^ object.wrapping_mul(0x9E37_79B9)
+        u32::from_le_bytes([a, b, c, d])
     }
 }
 
@@ -266,15 +267,16 @@ fn key_len(node: &Node) -> usize {
 /// The bytes [`key_hash`] hands its hasher in one `write`.
 const CHUNK: usize = 16;
 
-/// `hasher`'s hash of the decoded key of `node`, written in chunks of [`CHUNK`] bytes (the last
-/// shorter, none empty): foldhash's `write` hashes each call's bytes as a unit, so an escaped
-/// key's decoded bytes must reach it in the same calls as an equal unescaped key's. Most keys
-/// are one chunk. (The object is kept out of the keyed input: a second `write` per key cost ~70
-/// instructions with SipHash; mixing it in afterwards still sends the same name in different
-/// objects to different slots, and what a caller controls, the names, goes through the keyed
-/// hash.)
+/// `hasher`'s hash of object node `object` and the decoded key of `node`, the key written in
+/// chunks of [`CHUNK`] bytes (the last shorter, none empty): foldhash's `write` hashes each
+/// call's bytes as a unit, so an escaped key's decoded bytes must reach it in the same calls as
+/// an equal unescaped key's. Most keys are one chunk. The object goes through the keyed hash
+/// too: mixed in afterwards by a public multiply (sessions 5 to 8), it let an input place its
+/// objects at node indices that send the same names in every object to one block of slots,
+/// under SipHash as well (found by review).
 #[inline(always)]
-fn key_hash(mut hasher: impl Hasher, bytes: &[u8], node: &Node) -> u64 {
+fn key_hash(mut hasher: impl Hasher, object: u32, bytes: &[u8], node: &Node) -> u64 {
+    hasher.write_u32(object);
     let body = node.body(bytes);
     if node.escaped() {
         let mut chunk = [0; CHUNK];
@@ -311,6 +313,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::super::{ErrorKind, Tape};
+    use super::usize_from;
     use super::{CHUNK, COMPARE_SLACK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
 
     /// An object of `count` members `"{prefix}{i}": i`, then `extra` before the closing brace.
@@ -387,6 +390,66 @@ mod tests {
         assert!(
             tape.parse(text.as_bytes(), 10).is_err(),
             "duplicates still found"
+        );
+    }
+
+    #[test]
+    fn regression_a_comparison_is_charged_the_earlier_keys_length_too() {
+        // Found by review: a decoded comparison scans a raw run to its end, so a short key
+        // compared with a long escaped one costs the long one's length; it was charged the
+        // short key's.
+        let mut tape = Tape::new();
+        tape.keys.collide = Some(same_hash);
+        let long = format!(r"\u0041{}", "x".repeat(100_000));
+        let text = object("A", 40, &format!(r#","{long}":0"#)).replacen(
+            '{',
+            &format!(r#"{{"{long}":0,"#),
+            1,
+        );
+        let error = tape.parse(text.as_bytes(), 10).unwrap_err();
+        assert!(matches!(error.kind, ErrorKind::DuplicateKey(_)), "{error}");
+        let text = object("A", 40, "").replacen('{', &format!(r#"{{"{long}":0,"#), 1);
+        tape.parse(text.as_bytes(), 10).unwrap();
+        assert!(tape.keys.hardened);
+        assert!(
+            tape.keys.compared > 100_000,
+            "{} bytes charged",
+            tape.keys.compared
+        );
+    }
+
+    #[test]
+    fn regression_objects_placed_at_chosen_node_indices_do_not_cluster_their_keys() {
+        // Found by review: the object was mixed into a key's hash by a public multiply, after the
+        // keyed hash of the name, so an input that padded an array to put each object at a node
+        // index `o` with `o * 0x9E37_79B9` in a narrow window of slots sent the same name in
+        // every object to one block — under SipHash too, where no budget applies.
+        let mut tape = Tape::new();
+        tape.parse(object("k", 20_000, "").as_bytes(), 10).unwrap();
+        let mask = tape.keys.slots.len() - 1;
+        let (objects, window) = (600_usize, 150_usize);
+        let record = object("field", 17, "");
+        let mut text = String::from("[");
+        let mut next = 1_usize; // the array is node 0
+        for i in 0..objects {
+            let mut at = next;
+            while usize_from(u32::try_from(at).unwrap().wrapping_mul(0x9E37_79B9)) & mask >= window
+            {
+                at += 1;
+            }
+            for _ in next..at {
+                text.push_str("0,");
+            }
+            text.push_str(&record);
+            text.push(if i + 1 < objects { ',' } else { ']' });
+            next = at + 1 + 2 * 17;
+        }
+        tape.parse(text.as_bytes(), 10).unwrap();
+        let keys = objects * 17;
+        assert!(
+            tape.keys.probes < 8 * keys,
+            "{} probes for {keys} keys",
+            tape.keys.probes
         );
     }
 
