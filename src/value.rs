@@ -358,18 +358,29 @@ pub fn truncate_for_message(value: &Value, max: usize) -> String {
     }
 }
 
-/// [`truncate_for_message`] of a JSON string: quoted and escaped as serde_json writes it. A string
-/// with nothing to escape (the usual case) is quoted directly, without a serializer.
+/// [`truncate_for_message`] of a JSON string: quoted and escaped as serde_json writes it.
 pub fn string_for_message(text: &str, max: usize) -> String {
-    if crate::tape::needs_escape(text.as_bytes()) {
-        let quoted = serde_json::to_string(text).unwrap_or_else(|_| String::from("\"?\""));
-        return truncate_owned(quoted, max);
-    }
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    quoted.push_str(text);
-    quoted.push('"');
+    let mut quoted = Vec::with_capacity(text.len() + 2);
+    let quoted = match write_json_str(&mut quoted, text) {
+        // Quotes around a `str`, or serde_json's own output: UTF-8 either way.
+        Ok(()) => String::from_utf8(quoted)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        Err(_) => String::from("\"?\""),
+    };
     truncate_owned(quoted, max)
+}
+
+/// Appends `text` as a JSON string, byte for byte as serde_json writes it. A string with
+/// nothing to escape (what requests and records usually hold) is quoted directly; anything else
+/// goes through serde_json's own escaping, so the two cannot disagree.
+pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+    if crate::tape::needs_escape(text.as_bytes()) {
+        return serde_json::to_writer(&mut *out, text);
+    }
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+    Ok(())
 }
 
 /// Cuts a string to at most `max` characters, appending `…` when cut.

@@ -282,11 +282,13 @@ mod tests {
         );
     }
 
-    /// A writer that takes half of the first write, fails the second, and then works.
+    /// A writer that takes half of the first write and then fails: by returning an error on the
+    /// second write (`panics: false`) or by panicking at once (`panics: true`); it then works.
     #[derive(Debug, Clone, Default)]
     struct Torn {
         bytes: Arc<Mutex<Vec<u8>>>,
         calls: Arc<Mutex<usize>>,
+        panics: bool,
     }
 
     impl Write for Torn {
@@ -296,15 +298,19 @@ mod tests {
                 *calls += 1;
                 *calls
             };
-            let taken = match call {
-                1 => bytes.len() / 2,
-                2 => return Err(std::io::Error::other("no space left")),
+            let taken = match (call, self.panics) {
+                (1, _) => bytes.len() / 2,
+                (2, false) => return Err(std::io::Error::other("no space left")),
                 _ => bytes.len(),
             };
             self.bytes
                 .lock()
                 .unwrap()
                 .extend_from_slice(&bytes[..taken]);
+            assert!(
+                !(call == 1 && self.panics),
+                "the writer panics part-way through its first line"
+            );
             Ok(taken)
         }
 
@@ -405,40 +411,15 @@ mod tests {
         assert_eq!(agents, ["in-thread", "at-thread-exit"]);
     }
 
-    /// Takes part of the first line it is given, then panics.
-    #[derive(Debug, Clone, Default)]
-    struct Panicking {
-        bytes: Arc<Mutex<Vec<u8>>>,
-        calls: Arc<Mutex<usize>>,
-    }
-
-    impl Write for Panicking {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            let first = {
-                let mut calls = self.calls.lock().unwrap();
-                *calls += 1;
-                *calls == 1
-            };
-            let taken = if first { bytes.len() / 2 } else { bytes.len() };
-            self.bytes
-                .lock()
-                .unwrap()
-                .extend_from_slice(&bytes[..taken]);
-            assert!(!first, "the writer panics part-way through its first line");
-            Ok(taken)
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn regression_a_record_after_a_writer_panicked_part_way_starts_on_its_own_line() {
         // Found by review (older than the thread-local buffer): a writer that took part of a
         // line and then panicked left `torn` unset, so the next record was glued to the
         // fragment.
-        let out = Panicking::default();
+        let out = Torn {
+            panics: true,
+            ..Torn::default()
+        };
         let sink = JsonLinesAudit::new(out.clone());
         let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sink.record(&record("s", "agent-1"));

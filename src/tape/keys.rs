@@ -20,8 +20,8 @@
 //!   [`PROBE_SLACK`] (random keys at the set's load, at most half full, probe fewer than two slots
 //!   per insert on average), or
 //! - comparisons of different keys of one object that have the same 32-bit hash overrun a
-//!   budget of bytes: each charges the new key's length, and the parse may spend the length of
-//!   the keys it holds plus [`COMPARE_SLACK`]. Honest keys rarely share a hash (n keys make about
+//!   budget of bytes: each charges both keys' lengths (a decoded comparison may scan either to
+//!   its end), and the parse may spend the length of the keys it holds plus [`COMPARE_SLACK`]. Honest keys rarely share a hash (n keys make about
 //!   n²/2³³ such pairs: 0.3 for 50,000 keys), and crafted ones cost their bytes.
 //!
 //! Keys crafted to collide so cost at most the two budgets and one re-hash of the keys held: a
@@ -58,9 +58,9 @@ struct Slot {
 /// The keys of the large objects of the current parse.
 #[derive(Debug, Clone)]
 pub(super) struct KeySet {
-    // INVARIANT (power of two): `slots.len()` is 0 or a power of two, at least twice `used`.
+    // INVARIANT (power of two): `slots.len()` is 0 or a power of two, at least twice the keys
+    // held (`entries.len()`).
     slots: Vec<Slot>,
-    used: usize,
     // INVARIANT (generation): never 0 once a parse started; slots from older generations are
     // empty.
     generation: u32,
@@ -72,7 +72,8 @@ pub(super) struct KeySet {
     compared: usize,
     /// The current generation hashes with `strong` (an attack was suspected).
     hardened: bool,
-    /// The (object, key node) pairs of the current generation, for re-hashing them.
+    /// The (object, key node) pairs held in the current generation: the keys to re-hash when
+    /// switching to SipHash, and their count.
     entries: Vec<(u32, u32)>,
     fast: FastState,
     strong: RandomState,
@@ -85,7 +86,6 @@ impl Default for KeySet {
     fn default() -> Self {
         KeySet {
             slots: Vec::new(),
-            used: 0,
             generation: 0,
             probes: 0,
             key_bytes: 0,
@@ -114,7 +114,6 @@ pub(super) enum Insert {
 impl KeySet {
     /// Forgets every key, in O(1) (O(slots) once every 2³² parses).
     pub(super) fn reset(&mut self) {
-        self.used = 0;
         self.probes = 0;
         self.key_bytes = 0;
         self.compared = 0;
@@ -139,14 +138,14 @@ impl KeySet {
             return Insert::Broken;
         };
         let hash = self.hash(object, bytes, node);
-        if (self.used + 1) * 2 > self.slots.len() {
+        if (self.entries.len() + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let mask = self.slots.len().wrapping_sub(1);
         let mut index = usize_from(hash) & mask;
         loop {
             self.probes += 1;
-            if !self.hardened && self.probes > PROBES_PER_KEY * self.used + PROBE_SLACK {
+            if !self.hardened && self.probes > PROBES_PER_KEY * self.entries.len() + PROBE_SLACK {
                 return self.harden_and_insert(object, key, bytes, nodes);
             }
             let Some(slot) = self.slots.get_mut(index) else {
@@ -159,7 +158,6 @@ impl KeySet {
                     key,
                     hash,
                 };
-                self.used += 1;
                 self.key_bytes += key_len(node);
                 self.entries.push((object, key));
                 return Insert::New;

@@ -163,16 +163,7 @@ pub fn trace_from<'r, J: Json<'r>, T: Tracer>(
     keep_going: bool,
     explain_from: usize,
 ) -> Result<Outcome, VmError> {
-    let mut steps = Steps::default();
-    execute(
-        program,
-        input,
-        &mut Traced(tracer),
-        keep_going,
-        0,
-        explain_from,
-        &mut steps,
-    )
+    traced(program, input, tracer, keep_going, 0, explain_from)
 }
 
 /// Explains the failure of check `check`, which the decision being explained saw fail after
@@ -194,14 +185,26 @@ pub fn trace_check<'r, J: Json<'r>, T: Tracer>(
     } else {
         0
     };
+    traced(program, input, tracer, false, from, start)
+}
+
+/// Runs from instruction `start`, reporting the tests at or after `explain_from` to `tracer`.
+fn traced<'r, J: Json<'r>, T: Tracer>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    tracer: &mut T,
+    keep_going: bool,
+    start: usize,
+    explain_from: usize,
+) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
     execute(
         program,
         input,
         &mut Traced(tracer),
-        false,
-        from,
+        keep_going,
         start,
+        explain_from,
         &mut steps,
     )
 }

@@ -161,20 +161,21 @@ impl ConcreteStep<'_> {
     /// Appends the step as [`fmt::Display`] prints it.
     pub fn push_to(&self, out: &mut String) {
         // Writing into a `String` cannot fail.
-        let _ = match *self {
+        let _ = self.write_to(out);
+    }
+
+    /// As the same step of a [`crate::value::Path`] prints: `.key`, `["odd key"]` or `[3]`.
+    fn write_to(&self, out: &mut impl fmt::Write) -> fmt::Result {
+        match *self {
             ConcreteStep::Key(key) => crate::value::write_key_segment(out, key),
             ConcreteStep::Index(index) => crate::value::write_index_segment(out, index),
-        };
+        }
     }
 }
 
 impl fmt::Display for ConcreteStep<'_> {
-    /// As the same step of a [`crate::value::Path`] prints: `.key`, `["odd key"]` or `[3]`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            ConcreteStep::Key(key) => crate::value::write_key_segment(f, key),
-            ConcreteStep::Index(index) => crate::value::write_index_segment(f, index),
-        }
+        self.write_to(f)
     }
 }
 

@@ -5,9 +5,9 @@
 //! are handed to serde_json itself and varied only as none or one); only the work differs.
 //! serde_json escapes every key and value a byte at a time (that loop was 15 % of an audited
 //! decision's samples); here the fixed keys are copied as they are, a value with nothing to
-//! escape — every value an engine usually records — is checked with the tape's string scan
-//! (`tape::needs_escape`) and copied, and anything else goes to serde_json's own string
-//! escaping, so the two can never disagree on how a string is escaped.
+//! escape — every value an engine usually records — is copied between quotes, and anything else
+//! goes to serde_json's own string escaping (`value::write_json_str`), so the two can never
+//! disagree on how a string is escaped.
 
 use std::io::Write;
 
@@ -15,6 +15,7 @@ use chrono::format::{Fixed, Item};
 use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use super::AuditRecord;
+use crate::value::write_json_str;
 
 /// RFC 3339 as `DateTime::to_rfc3339` writes it (seconds' fraction only when not zero).
 const RFC3339: [Item<'static>; 1] = [Item::Fixed(Fixed::RFC3339)];
@@ -32,13 +33,13 @@ pub(super) fn write(line: &mut Vec<u8>, record: &AuditRecord<'_>) -> serde_json:
         line.push(b'"');
     }
     line.extend_from_slice(b",\"skill\":");
-    string(line, record.skill)?;
+    write_json_str(line, record.skill)?;
     line.extend_from_slice(b",\"capability\":");
     optional(line, record.capability)?;
     line.extend_from_slice(b",\"operation\":");
-    string(line, record.operation)?;
+    write_json_str(line, record.operation)?;
     line.extend_from_slice(b",\"resource\":");
-    string(line, record.resource)?;
+    write_json_str(line, record.resource)?;
     line.extend_from_slice(b",\"agent\":");
     optional(line, record.agent)?;
     line.extend_from_slice(b",\"transaction\":");
@@ -108,22 +109,10 @@ fn digits(line: &mut Vec<u8>, value: u32, width: u32) {
     }
 }
 
-/// `value` as a JSON string.
-fn string(line: &mut Vec<u8>, value: &str) -> serde_json::Result<()> {
-    if !crate::tape::needs_escape(value.as_bytes()) {
-        line.push(b'"');
-        line.extend_from_slice(value.as_bytes());
-        line.push(b'"');
-        Ok(())
-    } else {
-        serde_json::to_writer(&mut *line, value)
-    }
-}
-
 /// `value` as a JSON string, or `null`.
 fn optional(line: &mut Vec<u8>, value: Option<&str>) -> serde_json::Result<()> {
     match value {
-        Some(value) => string(line, value),
+        Some(value) => write_json_str(line, value),
         None => {
             line.extend_from_slice(b"null");
             Ok(())
