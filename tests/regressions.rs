@@ -185,3 +185,45 @@ fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bo
     assert!(store.forget_idle(later) >= 5_000);
     assert_eq!(store.rate_key_count(), 0);
 }
+
+/// Found in review: `payloadSchema` checks quietly stopped at the first failing member in the
+/// order the document keeps — the input's when deciding from bytes, name order for a
+/// pre-parsed request — so whether the step budget lasted into the next `anyOf` branch
+/// depended on that order. This request was allowed from its bytes (`u`, which fails the first
+/// branch, comes first) and denied pre-parsed (20,000 members sort before `u`); the second
+/// branch's `uniqueItems` spends 4,183,278 of the 4,194,304 steps.
+#[test]
+fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_parsed() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    payloadSchema { "anyOf": [
+      { "additionalProperties": { "type": "integer" } },
+      { "properties": { "u": { "uniqueItems": true } } }
+    ] }
+  }
+}"#,
+    );
+    let items: Vec<String> = (0..2893).map(|i| i.to_string()).collect();
+    let mut payload = format!(r#"{{"u":[{}]"#, items.join(","));
+    for i in 0..20_000 {
+        payload.push_str(&format!(r#","a{i:05}":0"#));
+    }
+    payload.push('}');
+    let bytes =
+        format!(r#"{{"skill":"s","operation":"call","resource":"tool:t","payload":{payload}}}"#);
+    let from_bytes = engine.check_slice(bytes.as_bytes());
+    let request = Request::from_slice(bytes.as_bytes(), engine.limits()).unwrap();
+    let pre_parsed = engine.check(&request);
+    assert_eq!(pre_parsed.decision, Verdict::Deny, "{pre_parsed:?}");
+    assert_eq!(from_bytes.decision, Verdict::Deny, "{from_bytes:?}");
+    assert_eq!(from_bytes.reasons, pre_parsed.reasons);
+    assert!(
+        from_bytes.reasons[0].message.contains("steps"),
+        "{from_bytes:?}"
+    );
+}

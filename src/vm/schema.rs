@@ -105,6 +105,42 @@ enum Abort {
 
 type Outcome = Result<bool, Abort>;
 
+/// The outcome of one check per object member when the members are visited in the document's
+/// order (the quiet report, which does not sort them). A tape keeps the input's order and a
+/// `Value` map its own, so stopping at the first failing member would make the steps spent —
+/// and with them whether the budget runs out, in this check or in a later `anyOf` branch —
+/// depend on the order of the members (regression: a request decided from its bytes was
+/// allowed while the same request pre-parsed was denied for running out of steps). So every
+/// member is checked: a failure or a depth abort is remembered, and only running out of steps
+/// stops the loop, which happens exactly when the members' steps together exceed what is left,
+/// in any order. A depth abort outranks a failure, so the outcome is the same in any order too.
+#[derive(Debug, Default)]
+struct EveryMember {
+    failed: bool,
+    too_deep: bool,
+}
+
+impl EveryMember {
+    /// Takes one member's outcome; out of steps (or a broken program) ends the loop at once.
+    fn add(&mut self, outcome: Outcome) -> Result<(), Abort> {
+        match outcome {
+            Ok(valid) => self.failed |= !valid,
+            Err(Abort::Depth) => self.too_deep = true,
+            Err(abort) => return Err(abort),
+        }
+        Ok(())
+    }
+
+    /// Whether every member held.
+    fn outcome(&self) -> Outcome {
+        if self.too_deep {
+            Err(Abort::Depth)
+        } else {
+            Ok(!self.failed)
+        }
+    }
+}
+
 /// What is being validated: a JSON value, or an object member name (for `propertyNames`),
 /// which behaves as a JSON string without being allocated as one.
 #[derive(Debug, Clone, Copy)]
@@ -226,8 +262,9 @@ enum Step<'a> {
 /// Where failures go. [`Quiet`] drops them (the hot path); [`Explain`] records the first.
 trait Report {
     /// Visit object members in name order whatever the document keeps them in, so the first
-    /// violation reported is the same for a `Value` (sorted map) and a tape (input order).
-    /// Only the explaining report needs it; validity does not depend on the order.
+    /// violation reported is the same for a `Value` (sorted map) and a tape (input order). The
+    /// quiet report visits them in the document's order and checks every one ([`EveryMember`]),
+    /// so neither its answer nor the steps it spends depend on that order.
     const SORTED: bool;
     /// Failures are explained (the general evaluator runs everywhere, for its messages); a
     /// quiet report lets [`Leaf`] schemas be checked in line.
@@ -687,23 +724,29 @@ impl<R: Report> Eval<'_, R> {
             }
         }
         if let Some(id) = schema.property_names {
-            let mut names: Vec<Cow<'_, str>> = Vec::new();
-            if R::SORTED && !J::sorted_members() {
-                names = members.members().map(|(name, _)| name).collect();
-                names.sort();
-            }
-            let in_order = names
-                .is_empty()
-                .then(|| members.members().map(|(name, _)| name));
-            for name in names.into_iter().chain(in_order.into_iter().flatten()) {
-                let valid = self.quiet(id, Instance::<J>::Name(&name), depth)?;
-                ensure!(
-                    self,
-                    valid,
-                    "propertyNames",
-                    "property name `{}` is not allowed by `propertyNames`",
-                    truncate_str(&name, QUOTE_LIMIT)
-                );
+            if R::SORTED {
+                // Explaining (a deny): the names in name order, whatever the document keeps.
+                let mut names: Vec<Cow<'_, str>> =
+                    members.members().map(|(name, _)| name).collect();
+                if !J::sorted_members() {
+                    names.sort();
+                }
+                for name in names {
+                    let valid = self.quiet(id, Instance::<J>::Name(&name), depth)?;
+                    ensure!(
+                        self,
+                        valid,
+                        "propertyNames",
+                        "property name `{}` is not allowed by `propertyNames`",
+                        truncate_str(&name, QUOTE_LIMIT)
+                    );
+                }
+            } else {
+                let mut every = EveryMember::default();
+                for (name, _) in members.members() {
+                    every.add(self.quiet(id, Instance::<J>::Name(&name), depth))?;
+                }
+                require!(every.outcome());
             }
         }
         let only_named =
@@ -727,10 +770,16 @@ impl<R: Report> Eval<'_, R> {
             for (name, value) in sorted {
                 require!(self.member(schema, &name, value, depth));
             }
-        } else {
+        } else if R::SORTED {
             for (name, value) in members.members() {
                 require!(self.member(schema, &name, value, depth));
             }
+        } else {
+            let mut every = EveryMember::default();
+            for (name, value) in members.members() {
+                every.add(self.member(schema, &name, value, depth))?;
+            }
+            require!(every.outcome());
         }
         Ok(true)
     }

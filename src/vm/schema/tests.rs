@@ -607,3 +607,150 @@ fn leaf_shapes_are_recognised_only_for_type_and_size_bounds() {
     assert!(!leaf(json!({"maxLength": 3, "not": {"const": "a"}})));
     assert!(!leaf(json!({"enum": ["a"]})));
 }
+
+/// `is_valid` and `first_violation` of `program` on `text`, read as a `Value` and as a tape.
+fn on_both(program: &SchemaProgram, text: &str) -> [(bool, Option<SchemaViolation>); 2] {
+    let value: Value = serde_json::from_str(text).unwrap();
+    let mut tape = crate::tape::Tape::new();
+    let doc = tape.parse(text.as_bytes(), 1000).unwrap();
+    let root = doc.root();
+    let answers = [
+        (is_valid(program, &value), first_violation(program, &value)),
+        (is_valid(program, root), first_violation(program, root)),
+    ];
+    for (valid, violation) in &answers {
+        assert_eq!(violation.is_none(), *valid, "{text}: {violation:?}");
+    }
+    answers
+}
+
+/// Found in review: the quiet evaluator stopped at the first failing member, in the document's
+/// order — the input's on a tape, name order in a `Value` — so the steps an `anyOf` branch
+/// spent, and whether the budget lasted for the next branch, depended on that order. Here the
+/// member `u` fails the first branch: a tape reading it first had steps left for the second
+/// branch's `uniqueItems` where the `Value`, reaching `u` last, ran out (a request from bytes
+/// was allowed, the same request pre-parsed denied).
+#[test]
+fn regression_the_step_budget_does_not_depend_on_the_order_of_members() {
+    let schema = json!({"anyOf": [
+        {"additionalProperties": {"type": "integer"}},
+        {"properties": {"u": {"uniqueItems": true}}}
+    ]});
+    let list: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+    let u = format!(r#""u":[{}]"#, list.join(","));
+    let others: Vec<String> = (0..30).map(|i| format!(r#""a{i:02}":0"#)).collect();
+    let first = format!("{{{u},{}}}", others.join(","));
+    let last = format!("{{{},{u}}}", others.join(","));
+    let mut verdicts = Vec::new();
+    for steps in 1..=160 {
+        let program = program(schema.clone()).with_limits(64, steps);
+        let [value, tape] = on_both(&program, &first);
+        let [_, tape_last] = on_both(&program, &last);
+        assert_eq!(tape, value, "budget {steps}, `u` first on the tape");
+        assert_eq!(tape_last, value, "budget {steps}, `u` last on the tape");
+        verdicts.push(value.0);
+    }
+    // The window where the order used to matter lies inside this range of budgets: small
+    // budgets run out, large ones do not.
+    assert!(!verdicts[0] && verdicts[159], "{verdicts:?}");
+}
+
+/// The same for `propertyNames`, whose names were checked until the first one failed.
+#[test]
+fn regression_property_names_spend_the_same_steps_in_any_member_order() {
+    let schema = json!({"anyOf": [
+        {"propertyNames": {"maxLength": 3}},
+        {"properties": {"u": {"uniqueItems": true}}}
+    ]});
+    let list: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+    let u = format!(r#""u":[{}]"#, list.join(","));
+    let others: Vec<String> = (0..30).map(|i| format!(r#""a{i:02}":0"#)).collect();
+    let first = format!(r#"{{"zzzz":0,{u},{}}}"#, others.join(","));
+    let last = format!(r#"{{{u},{},"zzzz":0}}"#, others.join(","));
+    for steps in 1..=160 {
+        let program = program(schema.clone()).with_limits(64, steps);
+        let [value, tape] = on_both(&program, &first);
+        let [_, tape_last] = on_both(&program, &last);
+        assert_eq!(
+            tape, value,
+            "budget {steps}, the long name first on the tape"
+        );
+        assert_eq!(
+            tape_last, value,
+            "budget {steps}, the long name last on the tape"
+        );
+    }
+}
+
+/// Failures, depth aborts and running out of steps in different members, under an `anyOf`
+/// whose second branch runs on what the first left: the verdict and the violation are the same
+/// for every order of the members, on a tape and on a `Value`, at every depth limit and budget.
+#[test]
+fn member_order_never_changes_a_verdict_near_the_limits() {
+    let schema = json!({
+        "$defs": {"s": {
+            "type": "object",
+            "additionalProperties": {"anyOf": [
+                {"type": "integer"},
+                {"type": "array", "uniqueItems": true},
+                {"$ref": "#/$defs/s"}
+            ]}
+        }},
+        "anyOf": [
+            {"$ref": "#/$defs/s"},
+            {"required": ["list"], "properties": {"list": {"uniqueItems": true}}}
+        ]
+    });
+    let members = [
+        r#""deep":{"x":{"y":{"z":{}}}}"#,
+        r#""list":[0,1,2,3,4,5,6,7,8]"#,
+        r#""bad":"not an integer, array or object""#,
+        r#""fine":7"#,
+    ];
+    let orders = [[0, 1, 2, 3], [2, 1, 0, 3], [1, 3, 2, 0], [3, 0, 1, 2]];
+    for depth in 1..=8 {
+        for steps in 1..=120 {
+            let program = program(schema.clone()).with_limits(depth, steps);
+            let mut seen = Vec::new();
+            for order in orders {
+                let text = format!("{{{}}}", order.map(|i| members[i]).join(","));
+                let [value, tape] = on_both(&program, &text);
+                assert_eq!(tape, value, "depth {depth}, budget {steps}: {text}");
+                seen.push(tape);
+            }
+            assert!(
+                seen.windows(2).all(|pair| pair[0] == pair[1]),
+                "depth {depth}, budget {steps}: {seen:?}"
+            );
+        }
+    }
+}
+
+/// Under `not`, a member that fails and another whose check is cut off by the depth limit: the
+/// cut-off check could not be finished, so validation aborts as invalid (fail closed) in every
+/// member order, instead of the failure turning into a pass through `not` when it happens to
+/// be met first.
+#[test]
+fn a_depth_abort_in_one_member_outranks_a_failure_in_another() {
+    let schema = json!({
+        "$defs": {"s": {"type": "object", "additionalProperties": {"$ref": "#/$defs/s"}}},
+        "not": {"$ref": "#/$defs/s"}
+    });
+    let deep = r#""b":{"c":{"d":{"e":{"f":{}}}}}"#;
+    for text in [
+        format!(r#"{{"a":1,{deep}}}"#),
+        format!(r#"{{{deep},"a":1}}"#),
+    ] {
+        // 8 levels reach into `b` (the member loop runs) but not to its end.
+        let shallow = program(schema.clone()).with_limits(8, 1000);
+        for (valid, violation) in on_both(&shallow, &text) {
+            assert!(!valid, "{text}");
+            assert_eq!(violation.unwrap().keyword, "limits", "{text}");
+        }
+        // With room for the nesting, only `a` fails `s`, so `not` holds.
+        let roomy = program(schema.clone()).with_limits(64, 1000);
+        for (valid, _) in on_both(&roomy, &text) {
+            assert!(valid, "{text}");
+        }
+    }
+}
