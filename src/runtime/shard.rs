@@ -8,16 +8,28 @@
 //! hold is evaluated as [`RateState::absent`] at that floor; under a clock that never goes back
 //! that is exactly what its forgotten state would have answered (`docs/runtime.md`).
 //!
-//! Forgetting is incremental: every new key first looks at the next [`SWEEP_STEP`] buckets of
-//! the table (a cursor that wraps around; from [`SWEEP_FROM`] keys on) and forgets the idle keys
-//! there, so no call pays for more than a few, and a pass over the whole table takes at most a
-//! fraction of a table of inserts, which bounds the idle keys the table can hold.
+//! Forgetting is incremental: every new key, once every charge of its commit is recorded, looks
+//! at the next [`SWEEP_STEP`] buckets of the table (a cursor that wraps around; once the shard
+//! holds more than [`SWEEP_FROM`] keys) and forgets the idle keys there, so no call pays for
+//! more than a few, and a pass over the whole table takes at most a fraction of a table of
+//! inserts, which bounds the idle keys the table can hold.
 //! [`RateShard::forget_idle`] sweeps the whole table at once and gives memory back, for
 //! `InMemoryStore::forget_idle`.
 
 use hashbrown::HashTable;
 
 use super::rate::{Limit, RateState};
+
+/// What [`RateShard::admit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admitted {
+    /// The call is over the limit; nothing was recorded.
+    Refused,
+    /// Recorded on a key the shard held.
+    Held,
+    /// Recorded on a key the shard did not hold, now inserted.
+    New,
+}
 
 /// The rate-limit keys of one shard and their state.
 pub(super) struct RateShard {
@@ -36,9 +48,10 @@ pub(super) struct RateShard {
 /// that went idle since the cursor passed them).
 const SWEEP_STEP: usize = 8;
 
-/// A shard holding fewer keys than this forgets none by itself (only `forget_idle` does): their
-/// memory is small (64 shards × 32 keys), and a small store then answers exactly as one that keeps
-/// every key, even under a clock set back (the runtime model test relies on it).
+/// A shard that held fewer keys than this before a new one forgets none by itself (only
+/// `forget_idle` does): their memory is small (64 shards × 32 keys), and a small store then
+/// answers exactly as one that keeps every key, even under a clock set back (the runtime model
+/// test relies on it).
 const SWEEP_FROM: usize = 32;
 
 impl RateShard {
@@ -64,8 +77,14 @@ impl RateShard {
         }
     }
 
-    /// Allows and records a call on `key` at `now` if [`RateShard::admits`] says so; returns
-    /// whether it did. `rehash` is the store's key hash, for the table to grow with.
+    /// Allows and records a call on `key` at `now` if [`RateShard::admits`] says so, and says
+    /// how. `rehash` is the store's key hash, for the table to grow with.
+    ///
+    /// A new key does not sweep here: the caller runs [`RateShard::sweep_step`] once per new key
+    /// after *every* charge of its commit is recorded. Sweeping in between could forget a key
+    /// the same commit charges next, which is then read as absent at the floor — and under a
+    /// clock set back below the floor that refused the charge the commit had already checked
+    /// (regression: the commit went through with that key never charged).
     pub(super) fn admit(
         &mut self,
         hash: u64,
@@ -73,18 +92,21 @@ impl RateShard {
         limit: &Limit,
         now: i128,
         rehash: impl Fn(&[u8]) -> u64,
-    ) -> bool {
+    ) -> Admitted {
         if let Some((_, state)) = self.table.find_mut(hash, |(stored, _)| **stored == *key) {
-            return state.admit(limit, now);
+            return if state.admit(limit, now) {
+                Admitted::Held
+            } else {
+                Admitted::Refused
+            };
         }
         let mut state = RateState::absent(limit, self.floor);
         if !state.admit(limit, now) {
-            return false;
+            return Admitted::Refused;
         }
-        self.sweep_step(now);
         self.table
             .insert_unique(hash, (Box::from(key), state), |(key, _)| rehash(key));
-        true
+        Admitted::New
     }
 
     /// Forgets every key idle at `now`, raising the floor to the latest instant one of them
@@ -105,10 +127,12 @@ impl RateShard {
     }
 
     /// Forgets the keys idle at `now` among the next [`SWEEP_STEP`] buckets, raising the floor as
-    /// [`RateShard::forget_idle`] does, and shrinks the ring buffers of the others.
-    fn sweep_step(&mut self, now: i128) {
+    /// [`RateShard::forget_idle`] does, and shrinks the ring buffers of the others. Run once per
+    /// new key a commit recorded ([`Admitted::New`]), after all its charges.
+    pub(super) fn sweep_step(&mut self, now: i128) {
         let buckets = self.table.num_buckets();
-        if self.table.len() < SWEEP_FROM || buckets == 0 {
+        // The new key that asks for this step is already in: the shard held one fewer.
+        if self.table.len() <= SWEEP_FROM || buckets == 0 {
             return;
         }
         for _ in 0..SWEEP_STEP {

@@ -13,8 +13,13 @@ fn hash(key: &[u8]) -> u64 {
     hasher.finish()
 }
 
+/// One commit of one charge, as the store makes it: record, then sweep for a new key.
 fn admit(shard: &mut RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
-    shard.admit(hash(key), key, limit, now, hash)
+    let admitted = shard.admit(hash(key), key, limit, now, hash);
+    if admitted == Admitted::New {
+        shard.sweep_step(now);
+    }
+    admitted != Admitted::Refused
 }
 
 fn admits(shard: &RateShard, key: &[u8], limit: &Limit, now: i128) -> bool {
