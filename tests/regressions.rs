@@ -227,3 +227,56 @@ fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_par
         "{from_bytes:?}"
     );
 }
+
+/// Found in review: rate-limit keys held the JSON text of each `by` value, so `7` and `7.0`
+/// — one value, SPEC §2.4 and §5.3 — were two keys, each with its own full limit (and `0`,
+/// `0.0`, `-0.0` three). Keys are now canonical: numbers by value, objects by name.
+#[test]
+fn regression_a_number_written_another_way_shares_its_rate_limit() {
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "r.cap",
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "x"
+    operations call
+    lifetime process
+    justification "Per-user limit."
+    rateLimit 1 per 1m by payload.user
+  }
+}"#
+        .to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let loaded = loader.finish().unwrap();
+    let clock = Arc::new(SimulatedClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
+    let engine = Engine::builder(loaded)
+        .clock(clock)
+        .state(Arc::new(capgate::InMemoryStore::new()))
+        .build();
+    let request = |user: &str| {
+        format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:x","payload":{{"user":{user}}}}}"#
+        )
+    };
+    let pre_parsed = |user: &str| {
+        engine
+            .check(&Request::from_slice(request(user).as_bytes(), engine.limits()).unwrap())
+            .decision
+    };
+    let from_bytes = |user: &str| engine.check_slice(request(user).as_bytes()).decision;
+    assert_eq!(pre_parsed("7"), Verdict::Allow);
+    for same in ["7.0", "7e0", "70e-1"] {
+        assert_eq!(pre_parsed(same), Verdict::Deny, "{same}");
+        assert_eq!(from_bytes(same), Verdict::Deny, "{same}");
+    }
+    assert_eq!(from_bytes("-0.0"), Verdict::Allow);
+    for same in ["0", "0.0", "-0"] {
+        assert_eq!(pre_parsed(same), Verdict::Deny, "{same}");
+    }
+    // Different values, and a string, are still keys of their own.
+    assert_eq!(from_bytes("7.5"), Verdict::Allow);
+    assert_eq!(pre_parsed(r#""7""#), Verdict::Allow);
+}

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
+use super::rate_key::rate_key;
 use super::request::Request;
 use super::view::RequestView;
 use super::{Engine, LocalNames};
@@ -35,7 +36,6 @@ use crate::runtime::{
 };
 use crate::span::Location;
 use crate::vm::json::JsonKind;
-use crate::vm::path::with_single;
 use crate::vm::resource::{Bindings, RequestResource};
 use crate::vm::{Input, Json, Outcome, TestReport, Tracer, VmError};
 
@@ -873,65 +873,6 @@ fn rate_reason(capability: &CompiledCapability, limit: &RateLimitSpec) -> Step {
         message: format!("rate limit of {} reached", limit.summary),
         source: limit.location.as_ref().map(ToString::to_string),
     })
-}
-
-/// Appends the rate-limit key: length-prefixed skill, capability, index and `by` values.
-fn rate_key<'r, J: Json<'r>>(
-    out: &mut Vec<u8>,
-    skill: &CompiledSkill,
-    capability: &CompiledCapability,
-    index: usize,
-    limit: &RateLimitSpec,
-    input: &Input<'_, J>,
-) -> Result<(), Reason> {
-    fn part(out: &mut Vec<u8>, bytes: &[u8]) {
-        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(bytes);
-    }
-    part(out, skill.name.as_bytes());
-    part(out, capability.name.as_bytes());
-    part(out, &u32::try_from(index).unwrap_or(u32::MAX).to_le_bytes());
-    for by in &limit.by {
-        let Some(path) = lookup(&capability.program.paths, *by) else {
-            return Err(Reason::request(
-                ReasonKind::Input,
-                "internal error: rate-limit path out of range",
-            ));
-        };
-        let ok = with_single(input, path, |leaf| match leaf {
-            Ok(leaf) => {
-                let start = out.len();
-                out.extend_from_slice(&[0; 4]);
-                let written = match leaf {
-                    // A string is written from its decoded text; anything else as the compact
-                    // JSON of its value (a tape builds the value first), so a key is the same
-                    // whichever way the request came in.
-                    crate::vm::path::Leaf::Json(value) => match value.as_str() {
-                        Some(text) => serde_json::to_writer(&mut *out, &*text).is_ok(),
-                        None => serde_json::to_writer(&mut *out, &*value.to_value()).is_ok(),
-                    },
-                    crate::vm::path::Leaf::Str(s) => serde_json::to_writer(&mut *out, s).is_ok(),
-                };
-                let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
-                if let Some(prefix) = out.get_mut(start..start + 4) {
-                    prefix.copy_from_slice(&len.to_le_bytes());
-                }
-                written
-            }
-            Err(_) => false,
-        });
-        if !ok {
-            return Err(Reason {
-                capability: Some(capability.name.clone()),
-                constraint: ReasonKind::RateLimit,
-                path: Some(path.text.clone()),
-                message: format!("the rate-limit key `{}` is absent", path.text),
-                source: limit.location.as_ref().map(ToString::to_string),
-            });
-        }
-    }
-    Ok(())
 }
 
 fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {

@@ -13,6 +13,7 @@ mod audit;
 mod decision;
 mod eval;
 mod load;
+mod rate_key;
 mod request;
 mod view;
 
