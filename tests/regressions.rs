@@ -280,3 +280,92 @@ fn regression_a_number_written_another_way_shares_its_rate_limit() {
     assert_eq!(from_bytes("7.5"), Verdict::Allow);
     assert_eq!(pre_parsed(r#""7""#), Verdict::Allow);
 }
+
+/// A stateful engine on `cap` with a simulated clock at 10:00.
+fn stateful(cap: &str) -> (Engine, Arc<SimulatedClock>) {
+    let clock = Arc::new(SimulatedClock::new("2026-12-01T10:00:00Z".parse().unwrap()));
+    let engine = Engine::builder(loaded(cap))
+        .clock(clock.clone())
+        .state(Arc::new(capgate::InMemoryStore::new()))
+        .build();
+    (engine, clock)
+}
+
+fn loaded(cap: &str) -> capgate::LoadedPolicy {
+    let mut loader = PolicyLoader::default();
+    loader.add_text("regression.cap", cap.to_owned(), PolicyFormat::Cap, None);
+    loader.finish().unwrap()
+}
+
+/// Skill `s` with one capability `c` (`tool:t`, `call`) of the given lifetime.
+fn lifetime_policy(lifetime: &str) -> String {
+    format!(
+        r#"skill "s" {{
+  version "1"
+  capability "c" {{
+    resource tool "t"
+    operations call
+    lifetime {lifetime}
+    justification "Regression."
+  }}
+}}"#
+    )
+}
+
+/// A call on `s`/`c` carrying grant `token`.
+fn with_grant(engine: &Engine, token: &str) -> capgate::Decision {
+    engine.check_value(json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "grant": token,
+    }))
+}
+
+/// Found in review: a grant for a `transaction` capability issued without a transaction is
+/// recorded as a one-call grant; after a reload to `lifetime call 1` the pinned check looked at
+/// the old template, operations and constraints but not the old lifetime, so the grant allowed
+/// a call with no transaction — a reload widened a running grant (SPEC §5.2).
+#[test]
+fn regression_a_reload_does_not_free_a_transaction_grant_from_its_transaction() {
+    let (engine, _clock) = stateful(&lifetime_policy("transaction"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Deny);
+    engine.reload(loaded(&lifetime_policy("call 1")));
+    let decision = with_grant(&engine, "g");
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert!(
+        decision.reasons[0]
+            .message
+            .contains("under the revision the grant was issued for"),
+        "{decision:?}"
+    );
+    // Inside an open transaction both lifetimes hold.
+    engine.begin_transaction("tx").unwrap();
+    let inside = engine.check_value(json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "grant": "g",
+        "transaction": "tx",
+    }));
+    assert_eq!(inside.decision, Verdict::Allow, "{inside:?}");
+}
+
+/// Found in review: an expired renewable grant was renewed for the *current* capability's
+/// duration, so a reload to a longer one made a one-minute grant last a day
+/// (docs/semantics.md: the duration of a grant is fixed when it is issued). A renewal now
+/// lasts the shorter of the two.
+#[test]
+fn regression_a_reload_does_not_lengthen_a_grants_renewal() {
+    let (engine, clock) = stateful(&lifetime_policy("wallClock 1m renewable"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    engine.reload(loaded(&lifetime_policy("wallClock 1d renewable")));
+    clock.set("2026-12-01T10:02:00Z".parse().unwrap());
+    // Expired at 10:01, renewed on use for one minute: to 10:03.
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    engine.reload(loaded(&lifetime_policy("wallClock 1m")));
+    clock.set("2026-12-01T10:02:59Z".parse().unwrap());
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    clock.set("2026-12-01T11:00:00Z".parse().unwrap());
+    let decision = with_grant(&engine, "g");
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+}

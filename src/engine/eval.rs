@@ -387,7 +387,7 @@ impl Engine {
                             .and_then(|old| old.capability(&capability.name))
                         {
                             Some(old) => {
-                                if let Some(mut reason) = pinned_refusal(old, input) {
+                                if let Some(mut reason) = pinned_refusal(old, input, &**store) {
                                     reason.message = format!(
                                         "under the revision the grant was issued for: {}",
                                         reason.message
@@ -698,7 +698,30 @@ impl Engine {
 fn pinned_refusal<'r, J: Json<'r>>(
     old: &CompiledCapability,
     input: &Input<'_, J>,
+    store: &dyn StateStore,
 ) -> Option<Reason> {
+    // A grant for a `transaction` capability issued without a transaction is recorded as a
+    // one-call grant; the old lifetime still wants an open transaction named (regression: a
+    // reload to `lifetime call 1` made such a grant usable without one).
+    if matches!(old.lifetime, LifetimeSpec::Transaction) {
+        match input.transaction {
+            None => {
+                return Some(reason_for(
+                    old,
+                    ReasonKind::Lifetime,
+                    "the capability lives for a transaction and the request names none".to_owned(),
+                ));
+            }
+            Some(tx) if !store.is_transaction_open(tx) => {
+                return Some(reason_for(
+                    old,
+                    ReasonKind::Lifetime,
+                    format!("transaction {} is not open", quote(tx)),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
     let mut bindings = Bindings::new();
     if !old.resource.matches(input.resource, &mut bindings) {
         return Some(reason_for(

@@ -153,6 +153,8 @@ enum GrantUses {
     WallClock {
         expires_at: DateTime<Utc>,
         renewable: bool,
+        /// The duration it was issued with: a renewal never lasts longer.
+        duration: Duration,
     },
 }
 
@@ -221,6 +223,7 @@ impl Registry {
                 expires_at: instant_after(grant.issued_at, duration)
                     .ok_or(StateError::LifetimeOutOfRange)?,
                 renewable,
+                duration,
             },
         };
         if self.revoked_skills.contains(grant.skill.as_str()) {
@@ -418,9 +421,18 @@ impl Registry {
                     renewed_expiry: None,
                 }),
                 GrantStatus::ExpiredRenewable { .. } => {
+                    // A renewal lasts the shorter of the current capability's duration and the
+                    // grant's own, so a reload never lengthens a running grant (regression: a
+                    // reload to a longer duration made a one-minute grant last a day).
+                    let own = match self.grants.get(token).map(|grant| grant.uses) {
+                        Some(GrantUses::WallClock { duration, .. }) => Some(duration),
+                        _ => None,
+                    };
                     // INVARIANT (renewal-usable): a renewal is only taken if the renewed grant
                     // is good at `now`, so a zero duration refuses.
                     let renewed_expiry = renew
+                        .zip(own)
+                        .map(|(current, own)| current.min(own))
                         .and_then(|duration| instant_after(now, duration))
                         .filter(|&expires_at| now < expires_at)
                         .ok_or(CommitRefusal::Grant(GrantRefusal::Expired))?;
