@@ -369,3 +369,48 @@ fn regression_a_reload_does_not_lengthen_a_grants_renewal() {
     let decision = with_grant(&engine, "g");
     assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
 }
+
+/// Found in review (twice): a `fieldMatches` source was pasted into `^(?:…)$` unchecked, so a
+/// source that closes the group early — `[a-z]+)|(?:x` — became a top-level alternation whose
+/// first branch was anchored only at the start, and `abc; DROP TABLE users` matched it (in the
+/// `.cap` language and in JSON manifests alike). A source must now parse as a regex on its own.
+#[test]
+fn regression_a_regex_cannot_close_its_anchoring_group() {
+    let cap = r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    fieldMatches payload.s ~ /[a-z]+)|(?:x/
+  }
+}"#;
+    let json = r#"{
+  "skill": {"name": "s", "version": "1"},
+  "capabilities": [{
+    "name": "c", "resource": "tool:t", "operations": ["call"],
+    "justification": "Regression.",
+    "constraints": [{"type": "fieldMatches", "field": "payload.s", "pattern": "[a-z]+)|(?:.*"}]
+  }]
+}"#;
+    for (name, text, format) in [
+        ("r.cap", cap, PolicyFormat::Cap),
+        ("r.json", json, PolicyFormat::Json),
+    ] {
+        let mut loader = PolicyLoader::default();
+        loader.add_text(name, text.to_owned(), format, None);
+        let error = loader.finish().unwrap_err().to_string();
+        assert!(error.contains("invalid regex"), "{name}: {error}");
+    }
+    // A pattern that only looks like it: a group that opens and closes inside is fine.
+    let balanced = engine(&cap.replace("/[a-z]+)|(?:x/", "/(?:[a-z]+)|(?:x)/"));
+    let call = |s: &str| {
+        balanced
+            .check_value(json!({
+                "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"s": s},
+            }))
+            .decision
+    };
+    assert_eq!(call("abc"), Verdict::Allow);
+    assert_eq!(call("abc; DROP TABLE users"), Verdict::Deny);
+}

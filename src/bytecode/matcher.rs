@@ -45,6 +45,17 @@ impl Matcher {
         Ok(Matcher { regex, shortcut })
     }
 
+    /// `^(?:source)$`: `source` anchored at both ends, for a whole-string match — once `source`
+    /// is checked to parse as a regex on its own. Pasted in unchecked, a source such as
+    /// `[a-z]+)|(?:x` closed the group early and made a top-level alternation whose first branch
+    /// was anchored only at the start (regression: `abc; DROP TABLE` matched).
+    pub fn anchored(source: &str) -> Result<String, regex::Error> {
+        regex_syntax::ast::parse::Parser::new()
+            .parse(source)
+            .map_err(|e| regex::Error::Syntax(e.to_string()))?;
+        Ok(format!("^(?:{source})$"))
+    }
+
     /// True when the pattern matches somewhere in `text` (the regex crate's `is_match`).
     #[inline]
     pub fn is_match(&self, text: &str) -> bool {

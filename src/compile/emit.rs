@@ -483,8 +483,10 @@ impl<'a> Emitter<'a> {
     }
 
     fn regex(&mut self, source: &str, case_insensitive: bool, span: Span) -> Option<RegexIdx> {
-        let anchored = format!("^(?:{source})$");
-        match Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes) {
+        let built = Matcher::anchored(source).and_then(|anchored| {
+            Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
+        });
+        match built {
             Ok(regex) => {
                 let n = self.program.regexes.len();
                 self.program.regexes.push(CompiledRegex {

@@ -68,6 +68,14 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             pattern,
             case_insensitive,
         } => {
+            // SPEC §2.4: the whole string, "as if wrapped in `^(?:…)$`" — which presumes the
+            // pattern is a regex on its own (one that closes the wrapper's group early is not).
+            if regex_syntax::ast::parse::Parser::new()
+                .parse(&pattern.node)
+                .is_err()
+            {
+                return Ok(false);
+            }
             let Ok(regex) = regex::RegexBuilder::new(&format!("^(?:{})$", pattern.node))
                 .case_insensitive(*case_insensitive)
                 .build()

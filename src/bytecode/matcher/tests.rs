@@ -159,3 +159,27 @@ proptest! {
         }
     }
 }
+
+/// A source that does not parse on its own is refused before it is anchored (regression: one
+/// that closed the anchoring group early escaped the whole-string match); one that does parse
+/// keeps its meaning inside the group, inline flags included.
+#[test]
+fn anchoring_refuses_a_source_that_is_not_a_regex_on_its_own() {
+    for bad in ["[a-z]+)|(?:x", "a)(?m)(?:b", ")", "(", "abc\\", "x)|(y"] {
+        assert!(Matcher::anchored(bad).is_err(), "{bad}");
+    }
+    for (source, text, whole) in [
+        ("a|b", "ab", false),
+        ("a|b", "b", true),
+        ("(?m)a$", "a\nb", false),
+        ("(?i)abc", "ABC", true),
+        ("(?x) a b # a comment\n", "ab", true),
+        ("[)]", ")", true),
+        ("\\)|x", ")", true),
+        ("\\)|x", ")x", false),
+    ] {
+        let anchored = Matcher::anchored(source).unwrap();
+        let matcher = Matcher::build(&anchored, false, 1 << 20).unwrap();
+        assert_eq!(matcher.is_match(text), whole, "{source:?} on {text:?}");
+    }
+}
