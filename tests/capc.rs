@@ -607,3 +607,75 @@ fn every_single_byte_flip_of_a_resealed_file_is_handled() {
         }
     }
 }
+
+/// Replaces a schema's limits as the compiler writes them (512, 2^22) with `depth`, `steps`.
+fn patch_schema_limits(bytes: &mut [u8], depth: u32, steps: u64) {
+    let mut written = 512u32.to_le_bytes().to_vec();
+    written.extend_from_slice(&(1u64 << 22).to_le_bytes());
+    let at = bytes
+        .windows(written.len())
+        .position(|w| w == written.as_slice())
+        .expect("the schema limits as compiled");
+    bytes[at..at + 4].copy_from_slice(&depth.to_le_bytes());
+    bytes[at + 4..at + 12].copy_from_slice(&steps.to_le_bytes());
+    reseal(bytes);
+}
+
+/// Found in review: a `.capc` file carried its own schema depth and step limits, and the loader
+/// trusted them. Raised by hand (the checksum resealed), a step limit of 2^64 - 1 let a schema
+/// of 60 chained `anyOf`s run a decision on `{}` for ~2^60 steps, and a depth limit of
+/// 2^32 - 1 let a chain of `$ref`s overflow the stack. Limits above the compiler's are refused.
+#[test]
+fn regression_schema_limits_above_the_compilers_are_refused_at_load() {
+    let mut defs = serde_json::Map::new();
+    for i in 0..60 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            serde_json::json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert("d60".to_owned(), serde_json::json!(false));
+    let schema = serde_json::json!({"$defs": defs, "$ref": "#/$defs/d0"});
+    let policy = policy_text(
+        "dag",
+        &format!(
+            "  capability \"c\" {{\n    resource tool \"x\"\n    operations call\n    justification \"j\"\n    payloadSchema {schema}\n  }}"
+        ),
+    );
+    let compiled = encode_capc(&policy.skills).unwrap();
+    assert!(load_bytes(&compiled).is_ok());
+    for (depth, steps) in [(512, u64::MAX), (u32::MAX, 1 << 22), (513, 1 << 22)] {
+        let mut crafted = compiled.clone();
+        patch_schema_limits(&mut crafted, depth, steps);
+        let message = load_bytes(&crafted).unwrap_err().to_string();
+        assert!(
+            message.contains("skill `dag` capability `c`: a schema's limits"),
+            "{message}"
+        );
+    }
+    // Tighter limits than the compiler's are a file's own business.
+    let mut tighter = compiled;
+    patch_schema_limits(&mut tighter, 64, 1_000);
+    assert!(load_bytes(&tighter).is_ok());
+}
+
+/// Found in review: a decode error gave only a byte offset; it now names the skill and the
+/// capability being read (here a regex too large for the loader's tighter limits).
+#[test]
+fn decode_errors_name_the_skill_and_capability() {
+    let policy = policy_text(
+        "sk-alpha",
+        "  capability \"cap-beta\" {\n    resource tool \"x\"\n    operations call\n    justification \"j\"\n    fieldMatches payload.id ~ /[a-z]{1,30}/\n  }",
+    );
+    let bytes = encode_capc(&policy.skills).unwrap();
+    let tight = Limits {
+        max_regex_bytes: 64,
+        ..Limits::DEFAULT
+    };
+    let message = load_capc(&bytes, &tight).unwrap_err().to_string();
+    assert!(
+        message.contains("skill `sk-alpha` capability `cap-beta`: regex `[a-z]{1,30}`"),
+        "{message}"
+    );
+}

@@ -44,8 +44,8 @@ use super::program::{
 };
 use super::resource::{ResourceKind, ResourcePattern};
 use super::schema::{
-    Condition, ContainsRule, Decimal, Format, SchemaNode, SchemaNodeId, SchemaObject,
-    SchemaPattern, SchemaProgram, Shape, TypeSet,
+    Condition, ContainsRule, DEFAULT_SCHEMA_DEPTH_LIMIT, DEFAULT_SCHEMA_STEP_LIMIT, Decimal,
+    Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, Shape, TypeSet,
 };
 use super::verify::{VerifyError, verify};
 use super::window::{CompiledWindow, DayInterval, MINUTES_PER_DAY, WindowRule};
@@ -223,6 +223,8 @@ struct Reader<'a> {
     base: usize,
     files: Vec<Arc<str>>,
     limits: Limits,
+    /// The skill and capability being read, named in messages (`skill `s` capability `c`: `).
+    place: String,
 }
 
 impl<'a> Reader<'a> {
@@ -233,6 +235,7 @@ impl<'a> Reader<'a> {
             base,
             files: Vec::new(),
             limits: Limits::DEFAULT,
+            place: String::new(),
         }
     }
 
@@ -243,7 +246,7 @@ impl<'a> Reader<'a> {
     fn malformed(&self, message: impl Into<String>) -> CapcError {
         CapcError::Malformed {
             at: self.at(),
-            message: message.into(),
+            message: format!("{}{}", self.place, message.into()),
         }
     }
 
@@ -390,6 +393,7 @@ impl<'a> Reader<'a> {
 
     fn skill(&mut self) -> Result<CompiledSkill, CapcError> {
         let name: Arc<str> = self.str("a skill name")?.into();
+        self.place = format!("skill `{name}`: ");
         let version = self.str("a skill version")?;
         let hash = self.opt_str("a skill hash")?;
         let signer = self.opt_str("a skill signer")?;
@@ -426,6 +430,7 @@ impl<'a> Reader<'a> {
 
     fn capability(&mut self, skill: &str) -> Result<CompiledCapability, CapcError> {
         let name: Arc<str> = self.str("a capability name")?.into();
+        self.place = format!("skill `{skill}` capability `{name}`: ");
         let location = self.location()?;
         let kind = self.usize("a resource kind")?;
         let Some((kind, _)) = ResourceKind::ALL.get(kind).copied() else {
@@ -717,8 +722,10 @@ impl<'a> Reader<'a> {
         let source = self.str("a regex")?;
         let case_insensitive = self.bool("the regex `i` flag")?;
         // The same anchoring and builder as `compile::emit`.
-        let anchored = format!("^(?:{source})$");
-        let regex = Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
+        let regex = Matcher::anchored(&source)
+            .and_then(|anchored| {
+                Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
+            })
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {
             regex,
@@ -824,6 +831,16 @@ impl<'a> Reader<'a> {
         let root = self.node_id(count)?;
         let depth_limit = self.u32("a schema depth limit")?;
         let step_limit = self.u64("a schema step limit")?;
+        // The compiler always writes the defaults; larger limits would let one payload make the
+        // evaluator run for as long, or recurse as deep, as the file says (regression: a hand-set
+        // step limit of 2^64 - 1 ran a decision for ~2^60 steps, a depth limit of 2^32 - 1
+        // overflowed the stack).
+        if depth_limit > DEFAULT_SCHEMA_DEPTH_LIMIT || step_limit > DEFAULT_SCHEMA_STEP_LIMIT {
+            return Err(self.malformed(format!(
+                "a schema's limits (depth {depth_limit}, steps {step_limit}) are above the \
+                 engine's ({DEFAULT_SCHEMA_DEPTH_LIMIT}, {DEFAULT_SCHEMA_STEP_LIMIT})"
+            )));
+        }
         if let Some(node) = in_place_cycle(&nodes) {
             return Err(self.malformed(format!(
                 "schema node {node} is on a `$ref` cycle that never descends into the payload"
