@@ -414,3 +414,77 @@ fn regression_a_regex_cannot_close_its_anchoring_group() {
     assert_eq!(call("abc"), Verdict::Allow);
     assert_eq!(call("abc; DROP TABLE users"), Verdict::Deny);
 }
+
+/// Found in review: `actorBinding payload.owner == agent.email` held for an agent whose email is
+/// `null` acting on a record whose owner is `null` (`null == null`): an agent with no identity
+/// was bound to every unowned record. SPEC §2.4 denies a request without the identity field; a
+/// `null` one names no agent either. The binding now fails, with its own reason, from bytes and
+/// pre-parsed, and in the reference evaluator.
+#[test]
+fn regression_a_null_identity_binds_nothing() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    actorBinding payload.owner == agent.email
+  }
+}"#,
+    );
+    let request = |email: &str, owner: &str| {
+        format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:t","agent":{{"id":"a","email":{email}}},"payload":{{"owner":{owner}}}}}"#
+        )
+    };
+    for (email, owner, verdict) in [
+        ("null", "null", Verdict::Deny),
+        ("null", r#""x@example.com""#, Verdict::Deny),
+        (r#""x@example.com""#, "null", Verdict::Deny),
+        (r#""x@example.com""#, r#""x@example.com""#, Verdict::Allow),
+    ] {
+        let bytes = request(email, owner);
+        let from_bytes = engine.check_slice(bytes.as_bytes());
+        let pre_parsed =
+            engine.check(&Request::from_slice(bytes.as_bytes(), engine.limits()).unwrap());
+        assert_eq!(from_bytes.decision, verdict, "{bytes}: {from_bytes:?}");
+        assert_eq!(from_bytes.reasons, pre_parsed.reasons, "{bytes}");
+        assert_eq!(pre_parsed.decision, verdict, "{bytes}");
+    }
+    let denied = engine.check_slice(request("null", "null").as_bytes());
+    assert_eq!(denied.reasons[0].path.as_deref(), Some("agent.email"));
+    assert_eq!(denied.reasons[0].message, "the agent identity is null");
+}
+
+/// Found in review: RFC 3339 allows any number of fraction digits, and chrono cut them off past
+/// the ninth, moving an instant earlier: `12:00:00.0000000001` read as `12:00:00`, so
+/// `end - start <= 2h` held for an end just past two hours. Such a timestamp is now refused
+/// (the constraint fails); extra digits that are all zero still read exactly.
+#[test]
+fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    fieldRange payload.end - payload.start <= 2h
+  }
+}"#,
+    );
+    let call = |end: &str| {
+        engine
+            .check_value(json!({
+                "skill": "s", "operation": "call", "resource": "tool:t",
+                "payload": {"start": "2026-12-01T10:00:00Z", "end": end},
+            }))
+            .decision
+    };
+    assert_eq!(call("2026-12-01T12:00:00.0000000001Z"), Verdict::Deny);
+    assert_eq!(call("2026-12-01T12:00:00.999999999999Z"), Verdict::Deny);
+    assert_eq!(call("2026-12-01T12:00:00.000000000000Z"), Verdict::Allow);
+    assert_eq!(call("2026-12-01T11:59:59.999999999Z"), Verdict::Allow);
+    assert_eq!(capgate::parse_timestamp("2026-12-01T12:00:00.0000000001Z"), None);
+}

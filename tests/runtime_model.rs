@@ -88,6 +88,8 @@ struct ModelGrant {
     remaining: Option<u64>,
     expires_at: Option<i128>,
     renewable: bool,
+    /// A wall-clock grant's issued duration: a renewal lasts at most this long.
+    duration: Option<std::time::Duration>,
     revoked: bool,
 }
 
@@ -133,6 +135,10 @@ impl Model {
         if self.grants.contains_key(&grant.token) {
             return Err(StateError::TokenAlreadyIssued(grant.token.clone()));
         }
+        let duration = match grant.lifetime {
+            GrantLifetime::WallClock { duration, .. } => Some(duration),
+            GrantLifetime::Calls(_) => None,
+        };
         let (remaining, expires_at, renewable) = match grant.lifetime {
             GrantLifetime::Calls(0) => return Err(StateError::EmptyLifetime),
             GrantLifetime::Calls(n) => (Some(n), None, false),
@@ -173,6 +179,7 @@ impl Model {
                 remaining,
                 expires_at,
                 renewable,
+                duration,
                 revoked: false,
             },
         );
@@ -272,8 +279,12 @@ impl Model {
                 renew,
             }) => match self.status(token, skill, capability, transaction, now) {
                 GrantStatus::Valid { .. } => {}
-                GrantStatus::ExpiredRenewable { .. } => match renew {
-                    Some(d) if !d.is_zero() => {
+                // A renewal lasts the shorter of the requested and the issued duration.
+                GrantStatus::ExpiredRenewable { .. } => match renew.zip(
+                    self.grants.get(token).and_then(|grant| grant.duration),
+                ) {
+                    Some((requested, issued)) if !requested.min(issued).is_zero() => {
+                        let d = requested.min(issued);
                         renewed = Some(now + i128::try_from(d.as_nanos()).unwrap());
                     }
                     _ => return Err(CommitRefusal::Grant(GrantRefusal::Expired)),

@@ -35,6 +35,11 @@ enum FuzzOp {
         other: u8,
         optional: bool,
     },
+    BindsIdentity {
+        path: u8,
+        identity: u8,
+        optional: bool,
+    },
     Matches {
         path: u8,
         regex: u8,
@@ -115,6 +120,15 @@ impl FuzzOp {
             } => Op::EqualsPath {
                 path: idx::<PathIdx>(path),
                 other: idx::<PathIdx>(other),
+                optional,
+            },
+            FuzzOp::BindsIdentity {
+                path,
+                identity,
+                optional,
+            } => Op::BindsIdentity {
+                path: idx::<PathIdx>(path),
+                identity: idx::<PathIdx>(identity),
                 optional,
             },
             FuzzOp::Matches {

@@ -591,6 +591,11 @@ impl<'a> Reader<'a> {
                 other: self.operand::<PathIdx>()?,
                 optional: self.bool("the optional flag")?,
             },
+            opcode::BINDS_IDENTITY => Op::BindsIdentity {
+                path: self.operand::<PathIdx>()?,
+                identity: self.operand::<PathIdx>()?,
+                optional: self.bool("the optional flag")?,
+            },
             opcode::MATCHES => Op::Matches {
                 path: self.operand::<PathIdx>()?,
                 regex: self.operand::<RegexIdx>()?,

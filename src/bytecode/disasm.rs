@@ -48,6 +48,11 @@ fn operands(program: &Program, op: &Op) -> String {
             path: p,
             other,
             optional: o,
+        }
+        | Op::BindsIdentity {
+            path: p,
+            identity: other,
+            optional: o,
         } => format!(
             "{} {}{}",
             path(program, p),

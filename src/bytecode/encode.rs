@@ -48,7 +48,7 @@ pub const MAGIC: [u8; 8] = *b"\x89CAPC\r\n\x1a";
 
 /// The version of the body encoding and of the instruction semantics it records. Bump it on any
 /// change to either: a loader accepts exactly this version.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 
 /// The capgate version written into each file's header (informational: compatibility is decided
 /// by [`FORMAT_VERSION`] alone).
@@ -78,6 +78,8 @@ pub mod opcode {
     pub const IN_SET: u8 = 0x02;
     /// [`Op::EqualsPath`](crate::bytecode::op::Op::EqualsPath): path, other, optional.
     pub const EQUALS_PATH: u8 = 0x03;
+    /// [`Op::BindsIdentity`](crate::bytecode::op::Op::BindsIdentity): path, identity, optional.
+    pub const BINDS_IDENTITY: u8 = 0x10;
     /// [`Op::Matches`](crate::bytecode::op::Op::Matches): path, regex, optional.
     pub const MATCHES: u8 = 0x04;
     /// [`Op::Range`](crate::bytecode::op::Op::Range): path, bounds, optional.
@@ -406,6 +408,15 @@ impl Writer {
             } => self.test(
                 opcode::EQUALS_PATH,
                 &[path.to_usize(), other.to_usize()],
+                optional,
+            ),
+            Op::BindsIdentity {
+                path,
+                identity,
+                optional,
+            } => self.test(
+                opcode::BINDS_IDENTITY,
+                &[path.to_usize(), identity.to_usize()],
                 optional,
             ),
             Op::Matches {

@@ -49,6 +49,16 @@ pub enum Op {
         /// Holds when `path` is absent (never when `other` is).
         optional: bool,
     },
+    /// Push whether every value at `path` equals the agent identity at `identity` (no `[*]`),
+    /// which must be present and not `null` (`actorBinding`: a `null` identity binds nothing).
+    BindsIdentity {
+        /// The path read.
+        path: PathIdx,
+        /// The agent identity field.
+        identity: PathIdx,
+        /// Holds when `path` is absent (never when `identity` is, or is `null`).
+        optional: bool,
+    },
     /// Push whether every value at `path` is a string the regex matches whole.
     Matches {
         /// The path read.
@@ -140,6 +150,7 @@ impl Op {
             Op::Equals { .. } => "eq",
             Op::InSet { .. } => "in",
             Op::EqualsPath { .. } => "eq.path",
+            Op::BindsIdentity { .. } => "binds",
             Op::Matches { .. } => "match",
             Op::Range { .. } => "range",
             Op::RangeNow { .. } => "range.now",
@@ -168,6 +179,7 @@ impl Op {
             Op::Equals { .. }
             | Op::InSet { .. }
             | Op::EqualsPath { .. }
+            | Op::BindsIdentity { .. }
             | Op::Matches { .. }
             | Op::Range { .. }
             | Op::RangeNow { .. }
@@ -209,6 +221,7 @@ impl Op {
             Op::Equals { .. }
                 | Op::InSet { .. }
                 | Op::EqualsPath { .. }
+                | Op::BindsIdentity { .. }
                 | Op::Matches { .. }
                 | Op::Range { .. }
                 | Op::RangeNow { .. }

@@ -171,7 +171,12 @@ fn check_operands(program: &Program, op: &Op, at: usize) -> Result<(), VerifyErr
             in_range(&p.paths, path, at)?;
             in_range(&p.sets, set, at)
         }
-        Op::EqualsPath { path, other, .. } => {
+        Op::EqualsPath { path, other, .. }
+        | Op::BindsIdentity {
+            path,
+            identity: other,
+            ..
+        } => {
             in_range(&p.paths, path, at)?;
             in_range(&p.paths, other, at)
         }

@@ -326,9 +326,9 @@ impl<'a> Emitter<'a> {
         let count = paths.len();
         for (i, path) in paths.iter().enumerate() {
             let left = self.path(path, true);
-            let test = left.zip(other).map(|(path, other)| Op::EqualsPath {
+            let test = left.zip(other).map(|(path, identity)| Op::BindsIdentity {
                 path,
-                other,
+                identity,
                 optional,
             });
             self.op(test.unwrap_or(Op::Push(false)));

@@ -139,6 +139,13 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             SchemaSource::File(_) => false,
         },
         ConstraintKind::ActorBinding { paths, identity } => {
+            // SPEC §2.4: a request without the identity field is denied; a `null` one names
+            // no agent either.
+            if let Reached::Value(found) = reach_one(env, &identity.node)? {
+                if found.to_json() == Value::Null {
+                    return Ok(false);
+                }
+            }
             let mut all = true;
             for path in paths {
                 all = all && equals_other(env, &path.node, &identity.node, optional)?;
@@ -204,6 +211,16 @@ fn timestamp(found: &Found<'_>) -> Option<DateTime<Utc>> {
         Found::Text(text) => text.as_str(),
         Found::Json(_) => return None,
     };
+    // An instant is exact to the nanosecond: finer fractions are not cut off but refused.
+    if let Some((_, after_point)) = text.split_once('.') {
+        let fraction: String = after_point
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if fraction.len() > 9 && fraction[9..].chars().any(|c| c != '0') {
+            return None;
+        }
+    }
     DateTime::parse_from_rfc3339(text)
         .ok()
         .map(|t| t.with_timezone(&Utc))

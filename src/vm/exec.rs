@@ -403,6 +403,39 @@ fn test<'r, J: Json<'r>, S: Sink>(
                 (result, Some(path))
             }
         }
+        Op::BindsIdentity {
+            path,
+            identity,
+            optional,
+        } => {
+            let path = table(&program.paths, path)?;
+            let identity_path = table(&program.paths, identity)?;
+            // The identity must be present and not `null` (a `null` field names no agent; SPEC
+            // §2.4 denies a request without the identity field). Regression: `null == null`
+            // bound an agent without an email to records without an owner.
+            let identity_stop = |identity: &Result<Leaf<'_, J>, Stop>| match identity {
+                Err(_) => Some(Stop::Missing),
+                Ok(Leaf::Json(value)) if value.is_null() => Some(Stop::NullIdentity),
+                Ok(_) => None,
+            };
+            let result = with_single(input, identity_path, |identity| {
+                match (identity_stop(&identity), identity) {
+                    (Some(stop), _) => Err(stop),
+                    (None, Ok(identity)) => walk!(path, optional, |leaf| leaf.equals(identity)),
+                    (None, Err(stop)) => Err(stop),
+                }
+            });
+            // A missing or null identity is reported against the identity path.
+            let identity_failed = S::EXPLAIN
+                && with_single(input, identity_path, |identity| {
+                    identity_stop(&identity).is_some()
+                });
+            if identity_failed {
+                (result, Some(identity_path))
+            } else {
+                (result, Some(path))
+            }
+        }
         Op::Matches {
             path,
             regex,
@@ -591,8 +624,16 @@ fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
     }
 }
 
-/// Parses an RFC 3339 timestamp.
+/// Parses an RFC 3339 timestamp. RFC 3339 allows any number of fraction digits; an instant is
+/// kept to the nanosecond, so a fraction with a non-zero digit past the ninth is refused
+/// (`None`) rather than cut off, which would move it earlier (regression: `12:00:00.0000000001`
+/// read as `12:00:00`, so `end - start <= 2h` held for an end just past two hours).
 pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
+    let fraction = text.split_once('.').map_or("", |(_, rest)| rest);
+    let digits = fraction.bytes().take_while(u8::is_ascii_digit);
+    if digits.skip(9).any(|digit| digit != b'0') {
+        return None;
+    }
     DateTime::parse_from_rfc3339(text)
         .ok()
         .map(|t| t.with_timezone(&Utc))

@@ -48,6 +48,7 @@ pub(super) fn test_message<'r, J: Json<'r>>(
             return "the query parameter is given more than once".to_owned();
         }
         Err(Stop::TooLong(n)) => return format!("array of {n} elements is too long to scan"),
+        Err(Stop::NullIdentity) => return "the agent identity is null".to_owned(),
         Ok(()) | Err(Stop::Rejected) => {}
     }
     let holds = result.is_ok();
@@ -77,7 +78,10 @@ pub(super) fn test_message<'r, J: Json<'r>>(
                 ["value ", value, " is not one of ", &members].concat()
             }
         }
-        Op::EqualsPath { other, .. } => {
+        Op::EqualsPath { other, .. }
+        | Op::BindsIdentity {
+            identity: other, ..
+        } => {
             let other_text = path_text(program, other);
             if holds {
                 ["equals `", &other_text, "`"].concat()

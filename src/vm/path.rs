@@ -109,6 +109,8 @@ pub enum Stop {
     Ambiguous,
     /// A `[*]` met an array longer than the scan limit.
     TooLong(usize),
+    /// An `actorBinding`'s agent identity is `null`: there is no identity to bind.
+    NullIdentity,
 }
 
 /// Records the concrete path of the value being visited; keys are borrowed from the compiled
