@@ -306,17 +306,15 @@ fn call(
     };
     let request_value = object.get("call").cloned().unwrap_or(Value::Null);
     // A call's own `time` moves the session clock (SPEC §5.4), even when the request is
-    // otherwise malformed and denied.
-    if let Some(time) = request_value.get("time") {
-        match time.as_str().and_then(parse_timestamp) {
-            Some(t) => clock.set(t),
-            None => {
-                return error_line(
-                    number,
-                    format!("`time` {time} is not an RFC 3339 timestamp"),
-                );
-            }
-        }
+    // otherwise malformed and denied. A `null` time is absent, and one that is not a timestamp
+    // is the request's problem: the engine denies it with reason `input`, as it would from
+    // `check` (regression: both were error lines, and `replay` exited 2).
+    if let Some(t) = request_value
+        .get("time")
+        .and_then(Value::as_str)
+        .and_then(parse_timestamp)
+    {
+        clock.set(t);
     }
     // A request that is not valid is denied with reason `input` (SPEC §4), not an error line.
     let decision = engine.check_value(request_value);

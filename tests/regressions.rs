@@ -486,5 +486,67 @@ fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
     assert_eq!(call("2026-12-01T12:00:00.999999999999Z"), Verdict::Deny);
     assert_eq!(call("2026-12-01T12:00:00.000000000000Z"), Verdict::Allow);
     assert_eq!(call("2026-12-01T11:59:59.999999999Z"), Verdict::Allow);
-    assert_eq!(capgate::parse_timestamp("2026-12-01T12:00:00.0000000001Z"), None);
+    assert_eq!(
+        capgate::parse_timestamp("2026-12-01T12:00:00.0000000001Z"),
+        None
+    );
+}
+
+/// Found in review: a session `call` line whose request had `"time": null` (absent, as
+/// docs/semantics.md says) or a `time` that is not a timestamp was an error line, so
+/// `capgate replay` exited 2 where `capgate check` decided the same request. A null time is
+/// absent; a malformed one is the request's problem, denied with reason `input`.
+#[test]
+fn regression_a_session_call_with_a_null_or_malformed_time_is_decided() {
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "t.cap",
+        r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#
+            .to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let session =
+        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let line = session.run_line(
+        r#"{"call": {"skill":"s","operation":"call","resource":"tool:t","time":null}, "expect":"allow"}"#,
+        1,
+    );
+    assert!(!line.error && !line.failed_expectation, "{}", line.json);
+    let line = session.run_line(
+        r#"{"call": {"skill":"s","operation":"call","resource":"tool:t","time":"soon"}, "expect":"deny", "expect_constraint":"input"}"#,
+        2,
+    );
+    assert!(!line.error && !line.failed_expectation, "{}", line.json);
+}
+
+/// Found in review: a `[*]` over more than the scan limit in a pinned grant's *old* program
+/// failed only that capability, so a later capability could allow the request; SPEC §7 says a
+/// request that breaks a limit is denied (`input`), as it is in the current program.
+#[test]
+fn regression_a_limit_broken_in_a_pinned_grants_old_program_denies_the_request() {
+    let v1 = r#"skill "s" { version "1"
+  capability "a" { resource tool "t" operations call lifetime call 5 justification "j"
+    fieldMatches payload.xs[*] ~ /a/ }
+  capability "b" { resource tool "t" operations call lifetime process justification "j" } }"#;
+    let v2 = v1
+        .replace("version \"1\"", "version \"2\"")
+        .replace("fieldMatches payload.xs[*] ~ /a/", "");
+    let engine = Engine::builder(loaded(v1))
+        .state(Arc::new(capgate::InMemoryStore::new()))
+        .build();
+    engine
+        .issue_grant("s", "a", None, Some("g".into()))
+        .unwrap();
+    let request = json!({"skill": "s", "operation": "call", "resource": "tool:t", "grant": "g",
+                         "payload": {"xs": vec!["a"; 100_001]}});
+    let bytes = serde_json::to_vec(&request).unwrap();
+    let before = engine.check_slice(&bytes);
+    assert_eq!(before.decision, Verdict::Deny);
+    assert_eq!(before.reasons[0].constraint.as_str(), "input");
+    engine.reload(loaded(&v2));
+    let after = engine.check_slice(&bytes);
+    assert_eq!(after.decision, Verdict::Deny, "{after:?}");
+    assert_eq!(after.reasons[0].constraint.as_str(), "input", "{after:?}");
 }

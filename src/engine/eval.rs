@@ -387,12 +387,15 @@ impl Engine {
                             .and_then(|old| old.capability(&capability.name))
                         {
                             Some(old) => {
-                                if let Some(mut reason) = pinned_refusal(old, input, &**store) {
-                                    reason.message = format!(
-                                        "under the revision the grant was issued for: {}",
-                                        reason.message
-                                    );
-                                    return Step::Fails(reason);
+                                if let Some(mut refused) = pinned_refusal(old, input, &**store) {
+                                    if let Step::Fails(reason) | Step::Abort(reason) = &mut refused
+                                    {
+                                        reason.message = format!(
+                                            "under the revision the grant was issued for: {}",
+                                            reason.message
+                                        );
+                                    }
+                                    return refused;
                                 }
                             }
                             None => {
@@ -690,7 +693,9 @@ impl Engine {
 }
 
 /// Why a grant pinned to an older revision does not cover this request under that revision's
-/// capability `old`: its template, its operations or its constraints (`None` when it covers it).
+/// capability `old`: its template, its operations, its constraints or its `transaction`
+/// lifetime (`None` when it covers it). A limit broken while running the old program is a
+/// [`Step::Abort`], which denies the whole request; any other refusal a [`Step::Fails`].
 ///
 /// The old program runs with bindings from the old template: binding slots are per template,
 /// so reusing the new template's bindings would read the wrong segments (regression: a widened
@@ -699,43 +704,43 @@ fn pinned_refusal<'r, J: Json<'r>>(
     old: &CompiledCapability,
     input: &Input<'_, J>,
     store: &dyn StateStore,
-) -> Option<Reason> {
+) -> Option<Step> {
     // A grant for a `transaction` capability issued without a transaction is recorded as a
     // one-call grant; the old lifetime still wants an open transaction named (regression: a
     // reload to `lifetime call 1` made such a grant usable without one).
     if matches!(old.lifetime, LifetimeSpec::Transaction) {
         match input.transaction {
             None => {
-                return Some(reason_for(
+                return Some(Step::Fails(reason_for(
                     old,
                     ReasonKind::Lifetime,
                     "the capability lives for a transaction and the request names none".to_owned(),
-                ));
+                )));
             }
             Some(tx) if !store.is_transaction_open(tx) => {
-                return Some(reason_for(
+                return Some(Step::Fails(reason_for(
                     old,
                     ReasonKind::Lifetime,
                     format!("transaction {} is not open", quote(tx)),
-                ));
+                )));
             }
             Some(_) => {}
         }
     }
     let mut bindings = Bindings::new();
     if !old.resource.matches(input.resource, &mut bindings) {
-        return Some(reason_for(
+        return Some(Step::Fails(reason_for(
             old,
             ReasonKind::Resource,
             "the resource is outside the capability's template".to_owned(),
-        ));
+        )));
     }
     if !old.allows_operation(input.operation) {
-        return Some(reason_for(
+        return Some(Step::Fails(reason_for(
             old,
             ReasonKind::Operation,
             format!("operation {} is not allowed", quote(input.operation)),
-        ));
+        )));
     }
     let old_input = Input {
         bindings: &bindings,
@@ -743,8 +748,10 @@ fn pinned_refusal<'r, J: Json<'r>>(
     };
     match crate::vm::run(&old.program, &old_input) {
         Ok(Outcome::Accepted) => None,
-        Ok(Outcome::Failed(check)) => Some(explain_failure(old, &old_input, check)),
-        Err(error) => Some(vm_error_reason(old, &error)),
+        Ok(Outcome::Failed(check)) => Some(Step::Fails(explain_failure(old, &old_input, check))),
+        // A broken limit in the old program denies the whole request, as in the current one
+        // (regression: it failed only this capability, and a later one could allow).
+        Err(error) => Some(Step::Abort(vm_error_reason(old, &error))),
     }
 }
 

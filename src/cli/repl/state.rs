@@ -626,8 +626,9 @@ impl Repl {
             return;
         };
         self.fill(&mut object);
-        // A request's own `time` moves the clock, as in a session (SPEC §5.4).
-        if let Some(time) = object.get("time") {
+        // A request's own `time` moves the clock, as in a session (SPEC §5.4); `null` is absent.
+        // Here a time that is not a timestamp is said at once, as an authoring error.
+        if let Some(time) = object.get("time").filter(|time| !time.is_null()) {
             match time.as_str().and_then(capgate::parse_timestamp) {
                 Some(t) => self.clock.set(t),
                 None => {
