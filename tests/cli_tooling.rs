@@ -247,3 +247,58 @@ fn convert_refuses_a_file_with_two_skills_as_json() {
     let output = capgate(&["convert", "--to", "json", &path]);
     assert_eq!(code(&output), 2, "{}", stdout(&output));
 }
+
+/// Found in review: a manifest regex holding a line break in extended mode, `(?x)a<LF>b`, was
+/// written to `.cap` as `/(?x)a\nb/`; there `\n` matches a line break where the real one was
+/// ignored, so `ab` went from allowed to denied and `a<LF>b` from denied to allowed. `convert`
+/// now reads its output back and refuses any output that is not the same policy.
+#[test]
+fn regression_convert_refuses_output_that_would_change_the_policy() {
+    let dir = temp_dir();
+    let manifest = r#"{
+  "skill": {"name": "s", "version": "1"},
+  "capabilities": [{
+    "name": "c", "resource": "tool:t", "operations": ["call"],
+    "justification": "Regression.",
+    "constraints": [{"type": "fieldMatches", "field": "payload.s", "pattern": "(?x)a\nb"}]
+  }]
+}"#;
+    let path = write(&dir, "x.json", manifest);
+    let output = capgate(&["convert", "--to", "cap", &path]);
+    assert_eq!(code(&output), 2, "{}", stdout(&output));
+    assert!(stdout(&output).is_empty(), "{}", stdout(&output));
+    assert!(
+        stderr(&output)
+            .contains("cannot be written in the other form without changing its meaning"),
+        "{}",
+        stderr(&output)
+    );
+    // Without the line break it converts.
+    let path = write(&dir, "y.json", &manifest.replace("(?x)a\\nb", "(?x)a b"));
+    assert_eq!(code(&capgate(&["convert", "--to", "cap", &path])), 0);
+}
+
+/// Found in review: each human-format report re-read the file from the start to find its line,
+/// so 8,000 errors on a 112 KB file took 26 s to print (JSON: 0.3 s). The human format now
+/// prints the first `MAX_HUMAN_REPORTS` (50) and counts the rest; JSON prints all.
+#[test]
+fn regression_human_reports_stop_at_fifty_and_count_the_rest() {
+    let dir = temp_dir();
+    let text = format!(
+        "skill \"s\" {{\n{}  capability \"c\" {{\n    resource tool \"t\"\n    operations call\n    justification \"Regression.\"\n  }}\n}}\n",
+        "  version \"1\"\n".repeat(201)
+    );
+    let path = write(&dir, "many.cap", &text);
+    let human = capgate(&["lint", &path]);
+    assert_eq!(code(&human), 2, "{}", stderr(&human));
+    let err = stderr(&human);
+    assert_eq!(err.matches("duplicate").count(), 50, "{err}");
+    assert!(
+        err.contains(
+            "… and 150 more (the first 50 are shown; `--error-format json` prints all 200)"
+        ),
+        "{err}"
+    );
+    let json = capgate(&["--error-format", "json", "lint", &path]);
+    assert_eq!(stdout(&json).lines().count(), 200, "{}", stdout(&json));
+}

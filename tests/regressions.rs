@@ -550,3 +550,34 @@ fn regression_a_limit_broken_in_a_pinned_grants_old_program_denies_the_request()
     assert_eq!(after.decision, Verdict::Deny, "{after:?}");
     assert_eq!(after.reasons[0].constraint.as_str(), "input", "{after:?}");
 }
+
+/// Found in review: a comment ran to the next line feed, so a lone carriage return — which most
+/// editors show as a line break — hid the constraint after it: `// note\r fieldEquals ...`
+/// loaded without the constraint and allowed. A carriage return that does not end a line is now
+/// a syntax error; `\r\n` line ends still load.
+#[test]
+fn regression_a_lone_carriage_return_cannot_hide_a_constraint() {
+    let policy = |line_end: &str| {
+        format!(
+            "skill \"s\" {{\n  version \"1\"\n  capability \"c\" {{\n    resource tool \"t\"\n    operations call\n    justification \"Regression.\"\n    // only the primary calendar{line_end}    fieldEquals payload.a == \"primary\"\n  }}\n}}\n"
+        )
+    };
+    let mut loader = PolicyLoader::default();
+    loader.add_text("cr.cap", policy("\r"), PolicyFormat::Cap, None);
+    let error = loader.finish().unwrap_err().to_string();
+    assert!(error.contains("carriage return"), "{error}");
+    let windows = engine(
+        &policy("\r\n")
+            .replace('\n', "\r\n")
+            .replace("\r\r\n", "\r\n"),
+    );
+    let call = |a: &str| {
+        windows
+            .check_value(json!({
+                "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"a": a},
+            }))
+            .decision
+    };
+    assert_eq!(call("primary"), Verdict::Allow);
+    assert_eq!(call("other"), Verdict::Deny);
+}

@@ -280,15 +280,15 @@ impl Model {
             }) => match self.status(token, skill, capability, transaction, now) {
                 GrantStatus::Valid { .. } => {}
                 // A renewal lasts the shorter of the requested and the issued duration.
-                GrantStatus::ExpiredRenewable { .. } => match renew.zip(
-                    self.grants.get(token).and_then(|grant| grant.duration),
-                ) {
-                    Some((requested, issued)) if !requested.min(issued).is_zero() => {
-                        let d = requested.min(issued);
-                        renewed = Some(now + i128::try_from(d.as_nanos()).unwrap());
+                GrantStatus::ExpiredRenewable { .. } => {
+                    match renew.zip(self.grants.get(token).and_then(|grant| grant.duration)) {
+                        Some((requested, issued)) if !requested.min(issued).is_zero() => {
+                            let d = requested.min(issued);
+                            renewed = Some(now + i128::try_from(d.as_nanos()).unwrap());
+                        }
+                        _ => return Err(CommitRefusal::Grant(GrantRefusal::Expired)),
                     }
-                    _ => return Err(CommitRefusal::Grant(GrantRefusal::Expired)),
-                },
+                }
                 GrantStatus::Refused(refusal) => return Err(CommitRefusal::Grant(refusal)),
             },
         }

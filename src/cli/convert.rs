@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use capgate::format::policy_to_cap;
-use capgate::manifest::to_json_text;
+use capgate::format::{policy_to_cap, same_policy};
+use capgate::manifest::{parse_manifest, to_json_text};
 use capgate::span::FileId;
 use capgate::{Limits, PolicyLoader};
 
@@ -53,15 +53,35 @@ pub fn run(args: ConvertArgs) -> u8 {
         eprintln!("error: `{}` could not be read again", args.file.display());
         return EXIT_INPUT;
     };
-    match args.to {
-        Target::Cap => out!("{}", policy_to_cap(&policy)),
+    let (text, reread) = match args.to {
+        Target::Cap => {
+            let text = policy_to_cap(&policy);
+            let reread = capgate::syntax::parse(FileId(0), &text).ok();
+            (text, reread)
+        }
         Target::Json => match to_json_text(&policy) {
-            Ok(text) => out!("{text}"),
+            Ok(text) => {
+                let reread = parse_manifest(FileId(0), &text).ok();
+                (text, reread)
+            }
             Err(e) => {
                 eprintln!("error: {}", e.message);
                 return EXIT_INPUT;
             }
         },
+    };
+    // The output must read back as the same policy, or it is not printed: a form that cannot
+    // hold something exactly is an error, never a silent change (regression: a regex with a
+    // line break in extended mode, `(?x)`, was written with `\n`, which means something else
+    // there, and turned a deny into an allow).
+    if !reread.is_some_and(|reread| same_policy(&policy, &reread)) {
+        eprintln!(
+            "error: `{}` cannot be written in the other form without changing its meaning",
+            args.file.display()
+        );
+        eprintln!("  help: a `/…/` regex cannot hold a line break; write the pattern without one");
+        return EXIT_INPUT;
     }
+    out!("{text}");
     EXIT_OK
 }

@@ -40,10 +40,33 @@ pub const MAX_NESTING: usize = 128;
 /// grammar, otherwise all the errors found while building the AST (unknown names, bad
 /// durations, duplicate fields, ...). Never panics, whatever the input.
 pub fn parse(file: FileId, text: &str) -> Result<PolicyFile, Vec<SyntaxError>> {
+    check_line_ends(file, text).map_err(|error| vec![error])?;
     check_nesting(file, text).map_err(|error| vec![error])?;
     let pairs = grammar::CapParser::parse(Rule::file, text)
         .map_err(|error| vec![from_pest(file, text, &error)])?;
     lower::lower_file(file, pairs)
+}
+
+/// Rejects a carriage return that is not followed by a line feed. Most editors show one as a line
+/// break, but a comment runs to the next line feed, so `// note\r fieldEquals ...` would hide
+/// the constraint after it inside the comment (regression: such a policy loaded without the
+/// constraint). `\r\n` line ends are fine.
+fn check_line_ends(file: FileId, text: &str) -> Result<(), SyntaxError> {
+    let bytes = text.as_bytes();
+    let bare = bytes
+        .iter()
+        .enumerate()
+        .find(|&(at, &byte)| byte == b'\r' && bytes.get(at + 1) != Some(&b'\n'));
+    match bare {
+        Some((at, _)) => Err(SyntaxError::new(
+            Span::new(file, at, at + 1),
+            "a carriage return that does not end a line (not followed by a line feed)",
+        )
+        .with_help(
+            "use `\\n` or `\\r\\n` line ends; editors may show a lone `\\r` as a line break",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Rejects bracket nesting deeper than [`MAX_NESTING`], skipping strings, comments and regex
