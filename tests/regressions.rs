@@ -581,3 +581,81 @@ fn regression_a_lone_carriage_return_cannot_hide_a_constraint() {
     assert_eq!(call("primary"), Verdict::Allow);
     assert_eq!(call("other"), Verdict::Deny);
 }
+
+/// Calls its closure when the thread-local holding it is torn down.
+struct DecideOnDrop(Box<dyn FnMut()>);
+
+impl Drop for DecideOnDrop {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+thread_local! {
+    static ON_EXIT: std::cell::RefCell<Option<DecideOnDrop>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Found in review: a decision made from a thread-local destructor at thread exit (a gateway's
+/// per-thread state logging a last call) reached the engine's own thread-locals — the tape of
+/// `check_slice`, the rate-key buffer of a stateful decision — after they were destroyed, and
+/// `with` panicked there, which aborts the whole process. Both now fall back to a fresh buffer.
+/// The scenarios run in a child process, so that a regression fails this test instead of
+/// aborting the test binary.
+#[test]
+fn regression_a_decision_from_a_thread_local_destructor_does_not_abort() {
+    const SCENARIO: &str = "CAPGATE_REGRESSION_TLS_SCENARIO";
+    if std::env::var_os(SCENARIO).is_some() {
+        let policy = r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#;
+        let stateless = Arc::new(Engine::builder(loaded(policy)).build());
+        let stateful = Arc::new(
+            Engine::builder(loaded(policy))
+                .state(Arc::new(capgate::InMemoryStore::new()))
+                .build(),
+        );
+        let bytes: &[u8] = br#"{"skill":"s","operation":"call","resource":"tool:t"}"#;
+        std::thread::spawn(move || {
+            // Registered before the engine's thread-locals are first used, so it is torn down
+            // after them.
+            let (at_exit_slice, at_exit_state) = (stateless.clone(), stateful.clone());
+            ON_EXIT.with(|slot| {
+                *slot.borrow_mut() = Some(DecideOnDrop(Box::new(move || {
+                    let slice = at_exit_slice.check_slice(bytes).decision;
+                    let state = at_exit_state
+                        .check(&Request::new("s", "call", "tool:t"))
+                        .decision;
+                    println!("at thread exit: {slice:?} {state:?}");
+                })))
+            });
+            assert_eq!(stateless.check_slice(bytes).decision, Verdict::Allow);
+            let request = Request::new("s", "call", "tool:t");
+            assert_eq!(stateful.check(&request).decision, Verdict::Allow);
+        })
+        .join()
+        .unwrap();
+        return;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "regression_a_decision_from_a_thread_local_destructor_does_not_abort",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SCENARIO, "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "{:?}\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("at thread exit: Allow Allow"),
+        "{stdout}\n{stderr}"
+    );
+}

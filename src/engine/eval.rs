@@ -423,7 +423,7 @@ impl Engine {
                     .unwrap_or_else(|| allow(skill, capability, None, names)),
             );
         };
-        KEYS.with_borrow_mut(|keys| {
+        let commit = |keys: &mut Vec<u8>| {
             self.rate_and_commit(
                 store,
                 keys,
@@ -436,7 +436,14 @@ impl Engine {
                 now,
                 names,
             )
-        })
+        };
+        // The thread's scratch buffer, or a fresh one when it is in use (a decision nested in a
+        // clock on this thread) or gone (a decision from a thread-local destructor at thread
+        // exit: `with` panicked there, which aborts the process — regression).
+        KEYS.try_with(|cell| cell.try_borrow_mut().ok().map(|mut keys| commit(&mut keys)))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| commit(&mut Vec::new()))
     }
 
     /// Rate limits (read-only check), gating, then the atomic commit.

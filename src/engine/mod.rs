@@ -578,11 +578,18 @@ impl Engine {
     /// parse, so input errors are exactly those of [`Request::from_slice`].
     pub fn check_slice(&self, bytes: &[u8]) -> Decision {
         if bytes.len() <= self.limits.max_request_bytes {
-            let fast = TAPE.with(|tape| match tape.try_borrow_mut() {
-                Ok(mut tape) => self.check_tape(&mut tape, bytes),
-                // Re-entered from an audit sink on this thread: use a fresh tape.
-                Err(_) => self.check_tape(&mut Tape::new(), bytes),
-            });
+            // The thread's tape; a fresh one when it is in use (re-entered from an audit sink on
+            // this thread) or gone (a decision from a thread-local destructor at thread exit:
+            // `with` panicked there, which aborts the process — regression).
+            let fast = TAPE
+                .try_with(|tape| {
+                    tape.try_borrow_mut()
+                        .ok()
+                        .map(|mut tape| self.check_tape(&mut tape, bytes))
+                })
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| self.check_tape(&mut Tape::new(), bytes));
             if let Some(decision) = fast {
                 return decision;
             }
