@@ -230,8 +230,10 @@ pub fn needs_more_input(text: &str) -> bool {
     depth > 0
 }
 
-/// The net `{`/`[` depth one line opens.
-fn line_depth(line: &str) -> i64 {
+/// The net `{`/`[` depth one line opens (outside strings, regexes and comments). Lines add up:
+/// [`needs_more_input`] is their sum above zero, so a reader taking one line at a time keeps a
+/// running total instead of rescanning what it holds.
+pub fn line_depth(line: &str) -> i64 {
     #[derive(PartialEq)]
     enum Mode {
         Code,

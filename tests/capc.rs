@@ -488,6 +488,37 @@ fn capgate_compile_exits_2_when_policies_do_not_load() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Found in review: `compile -p s.cap -o s.cap` replaced the policy source, comments and all,
+/// with bytecode (and said "wrote"). An output that is one of the files read is refused, in a
+/// directory of policies too.
+#[test]
+fn regression_capgate_compile_never_writes_over_a_policy_it_read() {
+    let dir = temp_dir("cli-self");
+    let source = dir.join("s.cap");
+    let text = "skill \"s\" {\n  version \"1\"\n  // a comment\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    justification \"j\"\n  }\n}\n";
+    std::fs::write(&source, text).unwrap();
+    for policy in [source.to_str().unwrap(), dir.to_str().unwrap()] {
+        let result = capgate(&["compile", "-p", policy, "-o", source.to_str().unwrap()]);
+        assert_eq!(result.status.code(), Some(2), "{policy}");
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(
+            stderr.contains("is one of the policy files read"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_to_string(&source).unwrap(), text);
+    }
+    let out = dir.join("s.capc");
+    let result = capgate(&[
+        "compile",
+        "-p",
+        source.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(result.status.code(), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// One mutation of a valid file.
 #[derive(Debug, Clone)]
 enum Mutation {

@@ -242,3 +242,30 @@ fn the_bundled_policies_pass_with_full_coverage() {
     );
     assert!(last_line(&output).ends_with(" passed, 0 failed"));
 }
+
+/// Found in review: the runner read each session line a second time with serde_json's fixed
+/// nesting limit of 128, so a line the session itself had read (a payload 126 to 130 deep)
+/// came back as nothing and counted as no test: an expectation that failed passed
+/// ("0 passed, 0 failed", exit 0). It reads lines with the session's limit, and a failed
+/// expectation is a failure whatever it reads.
+#[test]
+fn regression_a_deeply_nested_session_line_still_counts_as_a_test() {
+    for depth in [125, 126, 128, 130] {
+        let payload = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let dir = project(
+            "d.session.jsonl",
+            &format!(
+                r#"{{"call": {{"skill": "s", "operation": "GET", "resource": "https://api.example.com/items/9", "payload": {payload}}}, "expect": "allow"}}
+"#
+            ),
+        );
+        let output = capgate(&["test", "d.session.jsonl"], &dir);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "depth {depth}: {}",
+            stdout(&output)
+        );
+        assert_eq!(last_line(&output), "0 passed, 1 failed", "depth {depth}");
+    }
+}

@@ -659,3 +659,80 @@ fn regression_a_decision_from_a_thread_local_destructor_does_not_abort() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// Found in review: `Request::from_value` (behind `check_value`, session `call` lines,
+/// `.captest` cases and the REPL) checked the depth limit but not the size limit, so a session
+/// allowed a 2 MiB request that `check_slice` and `capgate check` refuse, and policy tests
+/// certified decisions no gateway would make. The value is measured as compact JSON.
+#[test]
+fn regression_a_request_over_the_size_limit_is_refused_from_a_value_too() {
+    let engine = engine(
+        r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call justification "j" } }"#,
+    );
+    let limit = engine.limits().max_request_bytes;
+    let request = |note: usize| {
+        json!({"skill": "s", "operation": "call", "resource": "tool:t",
+               "payload": {"note": "x".repeat(note)}})
+    };
+    let within = request(limit - 200);
+    assert_eq!(engine.check_value(within).decision, Verdict::Allow);
+    let over = request(limit);
+    let bytes = serde_json::to_vec(&over).unwrap();
+    let from_value = engine.check_value(over);
+    assert_eq!(from_value.decision, Verdict::Deny);
+    assert_eq!(from_value.reasons[0].constraint.as_str(), "input");
+    assert_eq!(from_value.reasons, engine.check_slice(&bytes).reasons);
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "t.cap",
+        r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call justification "j" } }"#
+            .to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let session =
+        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let line = format!(
+        r#"{{"call": {}, "expect": "deny", "expect_constraint": "input"}}"#,
+        String::from_utf8(bytes).unwrap()
+    );
+    let result = session.run_line(&line, 1);
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.json
+    );
+}
+
+/// Found in review: the policy loader's and the test runner's directory walks followed
+/// symlinks without remembering where they had been, so a link to `.` looped forever (two
+/// links: `capgate test` and `capgate check -p` hung) or, with one link, loaded every policy
+/// again under `loop/loop/...` ("skill declared twice"). Each directory is now visited once.
+#[cfg(unix)]
+#[test]
+fn regression_a_symlink_loop_in_a_policy_directory_is_walked_once() {
+    let dir = std::env::temp_dir().join(format!("capgate-symlink-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("s.cap"),
+        r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call justification "j" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.session.jsonl"),
+        r#"{"call": {"skill": "s", "operation": "call", "resource": "tool:t"}, "expect": "allow"}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("loop2")).unwrap();
+    let mut loader = PolicyLoader::default();
+    loader.add_path(&dir);
+    let policy = loader.finish().unwrap();
+    assert_eq!(policy.skills.len(), 1);
+    assert_eq!(capgate::testing::discover(&dir).len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

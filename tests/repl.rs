@@ -964,3 +964,22 @@ fn an_unwritable_history_file_does_not_fail_the_repl() {
     assert_eq!(code, Some(0), "{seen}");
     assert_contains(&seen, "cannot write the history file");
 }
+
+/// Found in review: scripted input rescanned the whole open block after every line to see
+/// whether it was complete, so a pretty-printed request of 40,000 lines took 40 s (quadratic).
+/// The brackets are now counted one line at a time. A 30,000-line request (under the 1 MiB
+/// limit) is decided at once.
+#[test]
+fn regression_a_long_multi_line_request_is_read_in_linear_time() {
+    let mut request = String::from(
+        "{\"skill\": \"mail\", \"operation\": \"use\",\n\"resource\": \"service:outboundGateway\",\n\"payload\": {\"lines\": [\n",
+    );
+    for i in 0..30_000 {
+        request.push_str(&format!("{i},\n"));
+    }
+    request.push_str("0\n]}}\n");
+    let run = repl(&request);
+    // Read as one request and decided (it lacks `payload.to`, which the policy checks).
+    assert_contains(&run.stdout, "deny — skill `mail`");
+    assert_contains(&run.stdout, "fieldMatches payload.to: the value is absent");
+}

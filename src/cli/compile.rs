@@ -27,6 +27,23 @@ pub fn run(args: CompileArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
+    // Never write over a file the policy was read from (regression: `-p s.cap -o s.cap`
+    // replaced the source, comments and all, with bytecode).
+    if let Ok(output) = std::fs::canonicalize(&args.output) {
+        let read_from = policy
+            .sources
+            .files()
+            .iter()
+            .filter_map(|file| std::fs::canonicalize(&*file.name).ok())
+            .any(|source| source == output);
+        if read_from {
+            eprintln!(
+                "error: `{}` is one of the policy files read; write the `.capc` elsewhere",
+                args.output.display()
+            );
+            return EXIT_INPUT;
+        }
+    }
     let bytes = match encode_capc(&policy.skills) {
         Ok(bytes) => bytes,
         Err(e) => {

@@ -373,13 +373,25 @@ impl From<crate::bytecode::decode::CompiledPolicy> for LoadedPolicy {
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    collect_once(dir, out, &mut std::collections::HashSet::new());
+}
+
+/// [`collect`], visiting each directory once however symlinks reach it (regression: a link to
+/// `.` made the walk loop forever, or load every policy again under `loop/loop/...`).
+fn collect_once(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>) {
+    let Ok(real) = std::fs::canonicalize(dir) else {
+        return;
+    };
+    if !seen.insert(real) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            collect(&path, out);
+            collect_once(&path, out, seen);
         } else if path.extension().is_some_and(|e| e == "cap" || e == "json") {
             out.push(path);
         }

@@ -149,10 +149,20 @@ impl Request {
     /// Parses a request from an already-parsed JSON value (e.g. a session line), with the same
     /// rules as [`Request::from_slice`] except duplicate keys, which the caller's parser must
     /// have rejected.
+    ///
+    /// The size limit applies to the value written as compact JSON (regression: a session,
+    /// a `.captest` case or the REPL decided a 2 MiB request that `check_slice` and
+    /// `capgate check` refuse, so policy tests certified decisions no gateway would make).
     pub fn from_value(value: Value, limits: &Limits) -> Result<Request, RequestError> {
         // As in `from_slice`: never read a request from an array by position.
         if !value.is_object() {
             return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+        }
+        if let Some(size) = compact_size_over(&value, limits.max_request_bytes) {
+            return Err(RequestError::TooLarge {
+                size,
+                limit: limits.max_request_bytes,
+            });
         }
         let request: Request =
             serde_json::from_value(value).map_err(|e| RequestError::Malformed(e.to_string()))?;
@@ -229,6 +239,28 @@ fn parse_strict<'de, R: serde_json::de::Read<'de>>(
     .map_err(|e| e.to_string())?;
     deserializer.end().map_err(|e| e.to_string())?;
     Ok(value)
+}
+
+/// The size of `value` as compact JSON when it is more than `limit` bytes; `None` within the
+/// limit. Counts without building the text.
+fn compact_size_over(value: &Value, limit: usize) -> Option<usize> {
+    /// Counts the bytes written.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a counter cannot fail; if it somehow did, the value is refused.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => (count.0 > limit).then_some(count.0),
+        Err(_) => Some(usize::MAX),
+    }
 }
 
 thread_local! {

@@ -375,13 +375,42 @@ fn column_of(line: &str, byte: usize) -> usize {
         .map_or(1, |before| before.chars().count() + 1)
 }
 
+/// The byte offset of the `]` that closes a header. A case name written as a JSON string may
+/// hold a `]` (`[case "a ] in a name"]`, as docs/testing.md says; regression: the first `]`
+/// was taken, and the rest reported as unexpected).
+fn header_close(trimmed: &str) -> Option<usize> {
+    let quoted = trimmed
+        .strip_prefix('[')
+        .map(str::trim_start)
+        .and_then(|inside| inside.strip_prefix("case"))
+        .filter(|rest| rest.starts_with(char::is_whitespace))
+        .map(str::trim_start)
+        .is_some_and(|name| name.starts_with('"'));
+    if !quoted {
+        return trimmed.find(']');
+    }
+    let start = trimmed.find('"')?;
+    let mut escaped = false;
+    let mut in_string = true;
+    for (at, byte) in trimmed.bytes().enumerate().skip(start + 1) {
+        match (in_string, escaped, byte) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (false, _, b']') => return Some(at),
+            _ => {}
+        }
+    }
+    None
+}
+
 fn header(
     file: &mut TestFile,
     trimmed: &str,
     number: usize,
     column: usize,
 ) -> Result<Section, Problem> {
-    let Some(close) = trimmed.find(']') else {
+    let Some(close) = header_close(trimmed) else {
         return Err(problem(number, column, "a header must end with `]`"));
     };
     let inside = trimmed.get(1..close).unwrap_or("").trim();
@@ -1084,6 +1113,25 @@ mod tests {
     fn only_case(text: &str) -> Vec<Step> {
         let file = parse("t.captest", text).unwrap();
         file.cases[0].lines.iter().map(|l| l.step.clone()).collect()
+    }
+
+    /// Found in review: docs/testing.md allows `[case "a ] in a name"]`, but the first `]`
+    /// closed the header and the rest was "unexpected".
+    #[test]
+    fn regression_a_quoted_case_name_may_hold_a_closing_bracket() {
+        let text = "[case \"a ] in a name\"]\nexpect allow\n[case \"esc \\\" ]\"] # c\nexpect deny\n[case plain]\nexpect allow\n";
+        let file = parse("t.captest", text).unwrap();
+        let names: Vec<&str> = file.cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a ] in a name", "esc \" ]", "plain"]);
+        // An unquoted name still ends at the first `]`.
+        assert_eq!(
+            error("[case a ] b]\nexpect allow\n").2,
+            "unexpected `b]` after the header"
+        );
+        assert_eq!(
+            error("[case \"open ]\nexpect allow\n").2,
+            "a header must end with `]`"
+        );
     }
 
     #[test]

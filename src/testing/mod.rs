@@ -162,7 +162,14 @@ pub fn is_test_file(path: &Path) -> bool {
 /// Every test file under `dir`, recursively, in name order. Hidden directories and `target`
 /// are skipped.
 pub fn discover(dir: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    // Each directory once, however symlinks reach it (regression: a link to `.` looped forever).
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>) {
+        let Ok(real) = std::fs::canonicalize(dir) else {
+            return;
+        };
+        if !seen.insert(real) {
+            return;
+        }
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -171,7 +178,7 @@ pub fn discover(dir: &Path) -> Vec<PathBuf> {
             let name = entry.file_name().to_string_lossy().into_owned();
             if path.is_dir() {
                 if !name.starts_with('.') && name != "target" {
-                    walk(&path, out);
+                    walk(&path, out, seen);
                 }
             } else if is_test_file(&path) {
                 out.push(path);
@@ -179,7 +186,7 @@ pub fn discover(dir: &Path) -> Vec<PathBuf> {
         }
     }
     let mut out = Vec::new();
-    walk(dir, &mut out);
+    walk(dir, &mut out, &mut std::collections::HashSet::new());
     out.sort();
     out
 }

@@ -429,10 +429,15 @@ fn run_session(
         let Ok(decision) = serde_json::from_value::<Decision>(result.output.clone()) else {
             continue; // not a call
         };
-        let parsed: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        // Read with the session's own depth limit: serde_json's default of 128 refused a line
+        // whose payload the session had read, and a line it could not read again counted as
+        // no test, so a failed expectation passed (regression).
+        let parsed: Value =
+            crate::engine::parse_json_with_depth(line, limits.parse_depth()).unwrap_or(Value::Null);
         let trace = trace(&session, parsed.get("call").cloned().unwrap_or(Value::Null));
         report.coverage.record(&decision, &trace);
-        if parsed.get("expect").is_none() && parsed.get("expect_constraint").is_none() {
+        let is_test = parsed.get("expect").is_some() || parsed.get("expect_constraint").is_some();
+        if !is_test && !result.failed_expectation {
             continue;
         }
         let expected = session_expectation(&parsed);

@@ -20,7 +20,7 @@ use clap::Args;
 use rustyline::error::ReadlineError;
 use rustyline::{Config, Editor};
 
-use capgate::authoring::needs_more_input;
+use capgate::authoring::line_depth;
 
 use self::editor::ReplHelper;
 use self::state::{Flow, Repl};
@@ -70,6 +70,7 @@ pub fn run(args: ReplArgs) -> u8 {
 fn scripted(repl: &mut Repl) -> u8 {
     let mut stdin = std::io::stdin().lock();
     let mut pending = String::new();
+    let mut depth: i64 = 0;
     let mut raw = Vec::new();
     loop {
         raw.clear();
@@ -95,15 +96,20 @@ fn scripted(repl: &mut Repl) -> u8 {
         // first, so a script cannot lose its `:quit` to a stray `{`.
         if !pending.is_empty() && line.starts_with(':') {
             let unfinished = std::mem::take(&mut pending);
+            depth = 0;
             repl.handle(&unfinished);
         }
         if !pending.is_empty() {
             pending.push('\n');
         }
         pending.push_str(line);
-        if needs_more_input(&pending) {
+        // A running total of the open brackets, one line at a time (regression: rescanning the
+        // whole block after every line made a 40,000-line request take 40 s).
+        depth = depth.saturating_add(line_depth(line));
+        if depth > 0 {
             continue;
         }
+        depth = 0;
         let input = std::mem::take(&mut pending);
         let flow = repl.handle(&input);
         let _ = std::io::stdout().flush();
