@@ -138,6 +138,20 @@ const COMMANDS: [&str; 8] = [
     "call",
 ];
 
+/// The text of a line's `call` member as written. The line has already been read whole, with a
+/// depth limit, so reading it again without one cannot recurse deeply.
+fn call_text(line: &str) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        call: Option<&'a serde_json::value::RawValue>,
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(line);
+    deserializer.disable_recursion_limit();
+    let parsed: Line<'_> = serde::Deserialize::deserialize(&mut deserializer).ok()?;
+    parsed.call.map(serde_json::value::RawValue::get)
+}
+
 fn run_line(
     engine: &Engine,
     clock: &SimulatedClock,
@@ -211,7 +225,7 @@ fn run_line(
             engine.approve(skill).map_err(|e| e.to_string())?;
             Ok(format!("approve skill `{skill}`"))
         }),
-        _ => return call(engine, clock, &object, number),
+        _ => return call(engine, clock, &object, call_text(line), number),
     };
     match result {
         Ok(what) => ok_line(number, what),
@@ -282,6 +296,7 @@ fn call(
     engine: &Engine,
     clock: &SimulatedClock,
     object: &Map<String, Value>,
+    text: Option<&str>,
     number: usize,
 ) -> LineResult {
     if let Err(e) = only_keys(object, &["call", "expect", "expect_constraint"]) {
@@ -317,7 +332,14 @@ fn call(
         clock.set(t);
     }
     // A request that is not valid is denied with reason `input` (SPEC §4), not an error line.
-    let decision = engine.check_value(request_value);
+    // It is decided from its text as written on the line, as a gateway decides the bytes it
+    // receives, so the size limit applies to those bytes (regression: a session allowed a
+    // 2 MiB request that `check` refuses; measuring the re-written value instead disagreed
+    // with the bytes both ways, `1e5` being longer written back and `\u00e9` shorter).
+    let decision = match text {
+        Some(text) => engine.check_slice(text.as_bytes()),
+        None => engine.check_value(request_value),
+    };
     let mut output = match serde_json::to_value(&decision) {
         Ok(Value::Object(map)) => map,
         _ => return error_line(number, "cannot print the decision".to_owned()),

@@ -489,33 +489,48 @@ fn capgate_compile_exits_2_when_policies_do_not_load() {
 }
 
 /// Found in review: `compile -p s.cap -o s.cap` replaced the policy source, comments and all,
-/// with bytecode (and said "wrote"). An output that is one of the files read is refused, in a
-/// directory of policies too.
+/// with bytecode (and said "wrote"); a review of that fix found the same for a schema file the
+/// policy reads (`payloadSchema file "sch.json"`). An existing output that is not a `.capc` is
+/// refused, and so is a `.capc` the policy was read from; an older `.capc` is replaced.
 #[test]
 fn regression_capgate_compile_never_writes_over_a_policy_it_read() {
     let dir = temp_dir("cli-self");
     let source = dir.join("s.cap");
-    let text = "skill \"s\" {\n  version \"1\"\n  // a comment\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    justification \"j\"\n  }\n}\n";
+    let schema = dir.join("sch.json");
+    let text = "skill \"s\" {\n  version \"1\"\n  // a comment\n  capability \"c\" {\n    resource tool \"t\"\n    operations call\n    justification \"j\"\n    payloadSchema file \"sch.json\"\n  }\n}\n";
     std::fs::write(&source, text).unwrap();
-    for policy in [source.to_str().unwrap(), dir.to_str().unwrap()] {
-        let result = capgate(&["compile", "-p", policy, "-o", source.to_str().unwrap()]);
-        assert_eq!(result.status.code(), Some(2), "{policy}");
+    std::fs::write(&schema, r#"{"type": "object"}"#).unwrap();
+    let compile = |policy: &Path, output: &Path| {
+        capgate(&[
+            "compile",
+            "-p",
+            policy.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+        ])
+    };
+    for (policy, output) in [(&source, &source), (&dir, &source), (&source, &schema)] {
+        let result = compile(policy, output);
+        assert_eq!(result.status.code(), Some(2), "{}", output.display());
         let stderr = String::from_utf8_lossy(&result.stderr);
-        assert!(
-            stderr.contains("is one of the policy files read"),
-            "{stderr}"
-        );
-        assert_eq!(std::fs::read_to_string(&source).unwrap(), text);
+        assert!(stderr.contains("is not a `.capc` file"), "{stderr}");
     }
+    assert_eq!(std::fs::read_to_string(&source).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(&schema).unwrap(),
+        r#"{"type": "object"}"#
+    );
+    // A `.capc` output is written, and written again; one read as a policy is refused.
     let out = dir.join("s.capc");
-    let result = capgate(&[
-        "compile",
-        "-p",
-        source.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(result.status.code(), Some(0));
+    assert_eq!(compile(&source, &out).status.code(), Some(0));
+    assert_eq!(compile(&source, &out).status.code(), Some(0));
+    let result = compile(&out, &out);
+    assert_eq!(result.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        stderr.contains("is one of the policy files read"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -707,6 +722,32 @@ fn decode_errors_name_the_skill_and_capability() {
     let message = load_capc(&bytes, &tight).unwrap_err().to_string();
     assert!(
         message.contains("skill `sk-alpha` capability `cap-beta`: regex `[a-z]{1,30}`"),
+        "{message}"
+    );
+}
+
+/// Found in review of the change above: the skill and capability named in decode errors were
+/// never reset, so an error after the last skill named its last capability, and a truncation
+/// named neither. A message now names what is being read, and nothing between skills.
+#[test]
+fn decode_errors_name_only_what_is_being_read() {
+    let policy = policy_text(
+        "aa",
+        "  capability \"first\" {\n    resource tool \"x\"\n    operations call\n    justification \"j\"\n    fieldMatches payload.id ~ /[a-z]+/\n  }\n}\nskill \"ab\" {\n  version \"1\"\n  capability \"last\" {\n    resource tool \"y\"\n    operations call\n    justification \"j\"\n  }",
+    );
+    let bytes = encode_capc(&policy.skills).unwrap();
+    let mut trailing = bytes.clone();
+    trailing.push(0);
+    reseal(&mut trailing);
+    let message = load_bytes(&trailing).unwrap_err().to_string();
+    assert!(message.contains("trailing"), "{message}");
+    assert!(!message.contains("capability"), "{message}");
+    let mut cut = bytes;
+    cut.truncate(cut.len() - 3);
+    reseal(&mut cut);
+    let message = load_bytes(&cut).unwrap_err().to_string();
+    assert!(
+        message.contains("of skill `ab` capability `last`"),
         "{message}"
     );
 }

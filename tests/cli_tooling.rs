@@ -251,31 +251,59 @@ fn convert_refuses_a_file_with_two_skills_as_json() {
 /// Found in review: a manifest regex holding a line break in extended mode, `(?x)a<LF>b`, was
 /// written to `.cap` as `/(?x)a\nb/`; there `\n` matches a line break where the real one was
 /// ignored, so `ab` went from allowed to denied and `a<LF>b` from denied to allowed. `convert`
-/// now reads its output back and refuses any output that is not the same policy.
+/// now refuses a regex `.cap` cannot hold. (A first fix compared the output, read back, with
+/// the input, and so refused the shapes the printer rewrites to the same meaning — an escaped
+/// `\/`, an empty regex, a three-bound `fieldRange` — which still convert.)
 #[test]
-fn regression_convert_refuses_output_that_would_change_the_policy() {
+fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
     let dir = temp_dir();
-    let manifest = r#"{
-  "skill": {"name": "s", "version": "1"},
-  "capabilities": [{
+    let manifest = |constraint: &str| {
+        format!(
+            r#"{{
+  "skill": {{"name": "s", "version": "1"}},
+  "capabilities": [{{
     "name": "c", "resource": "tool:t", "operations": ["call"],
     "justification": "Regression.",
-    "constraints": [{"type": "fieldMatches", "field": "payload.s", "pattern": "(?x)a\nb"}]
-  }]
-}"#;
-    let path = write(&dir, "x.json", manifest);
+    "constraints": [{constraint}]
+  }}]
+}}"#
+        )
+    };
+    let path = write(
+        &dir,
+        "x.json",
+        &manifest(r#"{"type": "fieldMatches", "field": "payload.s", "pattern": "(?x)a\nb"}"#),
+    );
     let output = capgate(&["convert", "--to", "cap", &path]);
     assert_eq!(code(&output), 2, "{}", stdout(&output));
     assert!(stdout(&output).is_empty(), "{}", stdout(&output));
     assert!(
-        stderr(&output)
-            .contains("cannot be written in the other form without changing its meaning"),
+        stderr(&output).contains("holds a line break"),
         "{}",
         stderr(&output)
     );
-    // Without the line break it converts.
-    let path = write(&dir, "y.json", &manifest.replace("(?x)a\\nb", "(?x)a b"));
-    assert_eq!(code(&capgate(&["convert", "--to", "cap", &path])), 0);
+    for (name, constraint) in [
+        (
+            "space.json",
+            r#"{"type": "fieldMatches", "field": "payload.s", "pattern": "(?x)a b"}"#,
+        ),
+        (
+            "slash.json",
+            r#"{"type": "fieldMatches", "field": "payload.s", "pattern": "a\/b"}"#,
+        ),
+        (
+            "empty.json",
+            r#"{"type": "fieldMatches", "field": "payload.s", "pattern": ""}"#,
+        ),
+        (
+            "range.json",
+            r#"{"type": "fieldRange", "field": "payload.n", "min": 1, "max": 10, "exclusiveMax": 9}"#,
+        ),
+    ] {
+        let path = write(&dir, name, &manifest(constraint));
+        let output = capgate(&["convert", "--to", "cap", &path]);
+        assert_eq!(code(&output), 0, "{name}: {}", stderr(&output));
+    }
 }
 
 /// Found in review: each human-format report re-read the file from the start to find its line,

@@ -736,3 +736,43 @@ fn regression_a_symlink_loop_in_a_policy_directory_is_walked_once() {
     assert_eq!(capgate::testing::discover(&dir).len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Found in review of the size-limit fix above: measuring a session's request as compact JSON
+/// disagreed with the bytes on the line both ways — `1e5` is longer written back (`100000.0`),
+/// `\u00e9` shorter (`é`). A session now decides a call from its text as written, as a gateway
+/// decides the bytes it receives: under the limit on the line is allowed, over it denied.
+#[test]
+fn regression_a_session_measures_a_call_as_written_on_its_line() {
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "t.cap",
+        r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#
+            .to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    let session =
+        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let line = |payload: &str, expect: &str| {
+        format!(
+            r#"{{"call": {{"skill": "s", "operation": "call", "resource": "tool:t", "payload": {payload}}}, "expect": "{expect}"}}"#
+        )
+    };
+    // 800 KB as written, 1.8 MB written back: within the 1 MiB limit.
+    let numbers = format!("[{}]", vec!["1e5"; 200_000].join(","));
+    let result = session.run_line(&line(&numbers, "allow"), 1);
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.text
+    );
+    // 1.8 MB as written, 600 KB written back: over it.
+    let escapes = format!("\"{}\"", "\\u00e9".repeat(300_000));
+    let result = session.run_line(&line(&escapes, "deny"), 2);
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.text
+    );
+}

@@ -115,3 +115,73 @@ fn an_allowed_decision_from_bytes_allocates_nothing_once_the_thread_is_warm() {
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "allocations per allowed decision from bytes");
 }
+
+/// An engine on one `.cap` policy text, with a simulated clock (stateful if `state`).
+fn engine_on(policy: &str, state: bool) -> Engine {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("p.cap", policy.to_owned(), capgate::PolicyFormat::Cap, None);
+    let now = parse_timestamp("2026-12-01T15:00:00Z").unwrap();
+    let builder =
+        Engine::builder(loader.finish().unwrap()).clock(Arc::new(SimulatedClock::new(now)));
+    if state {
+        builder
+            .state(Arc::new(capgate::InMemoryStore::new()))
+            .build()
+    } else {
+        builder.build()
+    }
+}
+
+/// Found in review of this session's fixes: comparing two large tape objects sorted one of
+/// them up front, so `uniqueItems` over distinct objects of more than 16 members allocated on
+/// every allowed decision; and a rate-limit key on an object `by` value collected its members
+/// even from a pre-parsed (already sorted) map. Neither allocates now.
+#[test]
+fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
+    let unique = engine_on(
+        r#"skill "s" { version "1" capability "c" { resource tool "t" operations call
+  justification "j" payloadSchema {"properties": {"items": {"uniqueItems": true}}} } }"#,
+        false,
+    );
+    let items: Vec<serde_json::Value> = (0..4)
+        .map(|i| {
+            let members: serde_json::Map<String, serde_json::Value> = (0..17)
+                .map(|k| (format!("k{k:02}"), json!(i * 100 + k)))
+                .collect();
+            serde_json::Value::Object(members)
+        })
+        .collect();
+    let bytes = serde_json::to_vec(&json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"items": items},
+    }))
+    .unwrap();
+    assert_eq!(unique.check_slice(&bytes).decision, Verdict::Allow);
+    let before = allocations();
+    for _ in 0..100 {
+        assert_eq!(unique.check_slice(&bytes).decision, Verdict::Allow);
+    }
+    let per_call = (allocations() - before) as f64 / 100.0;
+    assert_eq!(
+        per_call, 0.0,
+        "uniqueItems over 17-member objects, from bytes"
+    );
+
+    let keyed = engine_on(
+        r#"skill "s" { version "1" capability "c" { resource tool "t" operations call
+  lifetime process justification "j" rateLimit 1000000 per 1h burst 1000000 by payload.who } }"#,
+        true,
+    );
+    let request = Request::from_value(
+        json!({"skill": "s", "operation": "call", "resource": "tool:t",
+               "payload": {"who": {"org": "acme", "id": 7}}}),
+        &Limits::DEFAULT,
+    )
+    .unwrap();
+    assert_eq!(keyed.check(&request).decision, Verdict::Allow);
+    let before = allocations();
+    for _ in 0..100 {
+        assert_eq!(keyed.check(&request).decision, Verdict::Allow);
+    }
+    let per_call = (allocations() - before) as f64 / 100.0;
+    assert_eq!(per_call, 0.0, "a rate limit keyed by an object, pre-parsed");
+}

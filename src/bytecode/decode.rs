@@ -115,10 +115,12 @@ pub enum CapcError {
         found: u64,
     },
     /// The file ends inside a field.
-    #[error("`.capc` file ends early at byte {at} while reading {what}")]
+    #[error("`.capc` file ends early at byte {at} while reading {what}{place}")]
     Truncated {
         /// Byte offset in the file.
         at: usize,
+        /// Where: ` of skill `s` capability `c``, or empty outside a skill.
+        place: String,
         /// The field being read.
         what: &'static str,
     },
@@ -223,7 +225,8 @@ struct Reader<'a> {
     base: usize,
     files: Vec<Arc<str>>,
     limits: Limits,
-    /// The skill and capability being read, named in messages (`skill `s` capability `c`: `).
+    /// The skill and capability being read, named in messages (`skill `s` capability `c``);
+    /// empty between skills.
     place: String,
 }
 
@@ -244,9 +247,23 @@ impl<'a> Reader<'a> {
     }
 
     fn malformed(&self, message: impl Into<String>) -> CapcError {
+        let message = message.into();
         CapcError::Malformed {
             at: self.at(),
-            message: format!("{}{}", self.place, message.into()),
+            message: if self.place.is_empty() {
+                message
+            } else {
+                format!("{}: {message}", self.place)
+            },
+        }
+    }
+
+    /// ` of skill `s` capability `c``, for a truncation message; empty between skills.
+    fn place_suffix(&self) -> String {
+        if self.place.is_empty() {
+            String::new()
+        } else {
+            format!(" of {}", self.place)
         }
     }
 
@@ -263,6 +280,7 @@ impl<'a> Reader<'a> {
             }
             None => Err(CapcError::Truncated {
                 at: self.at(),
+                place: self.place_suffix(),
                 what,
             }),
         }
@@ -272,6 +290,7 @@ impl<'a> Reader<'a> {
         let slice = self.take(N, what)?;
         <[u8; N]>::try_from(slice).map_err(|_| CapcError::Truncated {
             at: self.at(),
+            place: self.place_suffix(),
             what,
         })
     }
@@ -313,6 +332,7 @@ impl<'a> Reader<'a> {
         if needed > self.rest().len() {
             return Err(CapcError::Truncated {
                 at: self.at(),
+                place: self.place_suffix(),
                 what,
             });
         }
@@ -393,7 +413,7 @@ impl<'a> Reader<'a> {
 
     fn skill(&mut self) -> Result<CompiledSkill, CapcError> {
         let name: Arc<str> = self.str("a skill name")?.into();
-        self.place = format!("skill `{name}`: ");
+        self.place = format!("skill `{name}`");
         let version = self.str("a skill version")?;
         let hash = self.opt_str("a skill hash")?;
         let signer = self.opt_str("a skill signer")?;
@@ -417,6 +437,8 @@ impl<'a> Reader<'a> {
             }
             capabilities.push(capability);
         }
+        // Done with this skill: messages between skills name none.
+        self.place.clear();
         Ok(CompiledSkill {
             name,
             version,
@@ -430,7 +452,7 @@ impl<'a> Reader<'a> {
 
     fn capability(&mut self, skill: &str) -> Result<CompiledCapability, CapcError> {
         let name: Arc<str> = self.str("a capability name")?.into();
-        self.place = format!("skill `{skill}` capability `{name}`: ");
+        self.place = format!("skill `{skill}` capability `{name}`");
         let location = self.location()?;
         let kind = self.usize("a resource kind")?;
         let Some((kind, _)) = ResourceKind::ALL.get(kind).copied() else {
@@ -468,6 +490,8 @@ impl<'a> Reader<'a> {
             capability: name.to_string(),
             error,
         })?;
+        // Done with this capability: later messages name only the skill.
+        self.place = format!("skill `{skill}`");
         Ok(CompiledCapability {
             name,
             location,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use capgate::Limits;
-use capgate::bytecode::encode::encode_capc;
+use capgate::bytecode::encode::{MAGIC, encode_capc};
 
 use super::{EXIT_INPUT, EXIT_OK, load_policies};
 
@@ -27,8 +27,20 @@ pub fn run(args: CompileArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    // Never write over a file the policy was read from (regression: `-p s.cap -o s.cap`
-    // replaced the source, comments and all, with bytecode).
+    // Never write over a file that is not a `.capc` (a schema file the policy reads was not in
+    // the list below: regression), nor over a file the policy was read from (regression:
+    // `-p s.cap -o s.cap` replaced the source, comments and all, with bytecode).
+    if let Ok(mut existing) = std::fs::File::open(&args.output) {
+        let mut head = [0u8; MAGIC.len()];
+        let is_capc = std::io::Read::read_exact(&mut existing, &mut head).is_ok() && head == MAGIC;
+        if !is_capc && args.output.is_file() {
+            eprintln!(
+                "error: `{}` exists and is not a `.capc` file; remove it or write elsewhere",
+                args.output.display()
+            );
+            return EXIT_INPUT;
+        }
+    }
     if let Ok(output) = std::fs::canonicalize(&args.output) {
         let read_from = policy
             .sources

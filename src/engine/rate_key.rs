@@ -105,25 +105,39 @@ fn write_value<'r, J: Json<'r>>(out: &mut Vec<u8>, value: J) -> bool {
             }
             out.push(b']');
         }
+        JsonKind::Object if J::sorted_members() => {
+            // Already in name order (a `Value` map): written as it is, nothing collected, so
+            // an allowed decision keyed by an object allocates nothing.
+            return write_members(out, value.members());
+        }
         JsonKind::Object => {
             let mut members: Vec<(Cow<'r, str>, J)> = value.members().collect();
             members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            out.push(b'{');
-            for (i, (name, member)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                if serde_json::to_writer(&mut *out, &*name).is_err() {
-                    return false;
-                }
-                out.push(b':');
-                if !write_value(out, member) {
-                    return false;
-                }
-            }
-            out.push(b'}');
+            return write_members(out, members.into_iter());
         }
     }
+    true
+}
+
+/// Writes an object's members, given in name order.
+fn write_members<'r, J: Json<'r>>(
+    out: &mut Vec<u8>,
+    members: impl Iterator<Item = (Cow<'r, str>, J)>,
+) -> bool {
+    out.push(b'{');
+    for (i, (name, member)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if serde_json::to_writer(&mut *out, &*name).is_err() {
+            return false;
+        }
+        out.push(b':');
+        if !write_value(out, member) {
+            return false;
+        }
+    }
+    out.push(b'}');
     true
 }
 

@@ -16,7 +16,7 @@ mod lex;
 mod print;
 
 pub use layout::FLAT_JSON_WIDTH;
-pub use print::policy_to_cap;
+pub use print::{policy_to_cap, regex_cap_cannot_hold};
 
 use crate::span::FileId;
 use crate::syntax::SyntaxError;

@@ -8,8 +8,8 @@
 //!   `fieldRange` per bound, each with the same `optional`;
 //! - a weekly window whose day set is not one run of days (`mon, wed`) becomes one window per
 //!   day, with the same times;
-//! - a regex is written between slashes, so a `/` in it is escaped as `\/`, a line break as
-//!   `\n`, and an empty regex as `(?:)`.
+//! - a regex is written between slashes, so a `/` in it is escaped as `\/` and an empty regex
+//!   as `(?:)`; a regex with a raw line break cannot be written ([`regex_cap_cannot_hold`]).
 
 use std::fmt::Write as _;
 
@@ -275,6 +275,28 @@ fn verb_text(verb: &str) -> String {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '-' | '.' | ':'));
     if bare { verb.to_owned() } else { quote(verb) }
+}
+
+/// The first regex of `file` that `.cap` cannot hold, if any: one with a raw line break. A
+/// `/…/` literal ends at the line, and `\n` is not the same pattern under `(?x)`, which ignores
+/// a raw break but not the escape (regression: `convert --to cap` wrote it as `\n` and turned a
+/// deny into an allow). Every other shape the printer rewrites keeps its meaning.
+pub fn regex_cap_cannot_hold(file: &PolicyFile) -> Option<String> {
+    fn find(constraint: &Constraint) -> Option<String> {
+        match &constraint.kind {
+            ConstraintKind::FieldMatches { pattern, .. } if pattern.node.contains(['\n', '\r']) => {
+                Some(pattern.node.clone())
+            }
+            ConstraintKind::Any(items) | ConstraintKind::All(items) => items.iter().find_map(find),
+            ConstraintKind::Not(inner) => find(inner),
+            _ => None,
+        }
+    }
+    file.skills
+        .iter()
+        .flat_map(|skill| &skill.capabilities)
+        .flat_map(|capability| &capability.constraints)
+        .find_map(find)
 }
 
 /// A regex source as it goes between slashes.
