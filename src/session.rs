@@ -332,14 +332,12 @@ fn call(
         clock.set(t);
     }
     // A request that is not valid is denied with reason `input` (SPEC §4), not an error line.
-    // It is decided from its text as written on the line, as a gateway decides the bytes it
-    // receives, so the size limit applies to those bytes (regression: a session allowed a
-    // 2 MiB request that `check` refuses; measuring the re-written value instead disagreed
-    // with the bytes both ways, `1e5` being longer written back and `\u00e9` shorter).
-    let decision = match text {
-        Some(text) => engine.check_slice(text.as_bytes()),
-        None => engine.check_value(request_value),
-    };
+    // The size limit counts the request's text as written on the line, as a gateway counts the
+    // bytes it receives (regression: a session allowed a 2 MiB request that `check` refuses;
+    // measuring the value written back disagreed with the bytes both ways, `1e5` being longer
+    // and `\u00e9` shorter). Deciding those bytes with `check_slice` instead gave messages
+    // positioned inside the `call` member and lost the skill of an over-limit request.
+    let decision = engine.check_value_measured(request_value, text.map(str::len));
     let mut output = match serde_json::to_value(&decision) {
         Ok(Value::Object(map)) => map,
         _ => return error_line(number, "cannot print the decision".to_owned()),

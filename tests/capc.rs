@@ -520,6 +520,10 @@ fn regression_capgate_compile_never_writes_over_a_policy_it_read() {
         std::fs::read_to_string(&schema).unwrap(),
         r#"{"type": "object"}"#
     );
+    // An empty placeholder (as `mktemp` makes) is written over.
+    let placeholder = dir.join("placeholder.capc");
+    std::fs::write(&placeholder, "").unwrap();
+    assert_eq!(compile(&source, &placeholder).status.code(), Some(0));
     // A `.capc` output is written, and written again; one read as a policy is refused.
     let out = dir.join("s.capc");
     assert_eq!(compile(&source, &out).status.code(), Some(0));

@@ -299,10 +299,19 @@ fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
             "range.json",
             r#"{"type": "fieldRange", "field": "payload.n", "min": 1, "max": 10, "exclusiveMax": 9}"#,
         ),
+        // Written as `1e+20`, which the grammar read as the duration `1e` until the third
+        // review of this fix: the output must load back.
+        (
+            "big.json",
+            r#"{"type": "fieldRange", "field": "payload.n", "max": 1e20}"#,
+        ),
     ] {
         let path = write(&dir, name, &manifest(constraint));
         let output = capgate(&["convert", "--to", "cap", &path]);
         assert_eq!(code(&output), 0, "{name}: {}", stderr(&output));
+        let cap = write(&dir, &format!("{name}.cap"), &stdout(&output));
+        let loaded = capgate(&["lint", &cap]);
+        assert_eq!(code(&loaded), 0, "{name}: {}", stderr(&loaded));
     }
 }
 

@@ -767,7 +767,7 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
         "{}",
         result.text
     );
-    // 1.8 MB as written, 600 KB written back: over it.
+    // 1.8 MB as written, 600 KB written back: over it; the denial still names the skill.
     let escapes = format!("\"{}\"", "\\u00e9".repeat(300_000));
     let result = session.run_line(&line(&escapes, "deny"), 2);
     assert!(
@@ -775,4 +775,18 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
         "{}",
         result.text
     );
+    assert!(result.json.contains(r#""skill":"s""#), "{}", result.text);
+    // A malformed call's message is the value's, not positioned inside the `call` text (a
+    // first version of this fix decided the text with `check_slice`, whose messages said
+    // "at line 1 column 38" of the member).
+    let result = session.run_line(
+        r#"{"call": {"skill": "s", "operation": 1, "resource": "tool:t"}, "expect": "deny"}"#,
+        3,
+    );
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.text
+    );
+    assert!(!result.json.contains("column"), "{}", result.json);
 }

@@ -422,7 +422,7 @@ impl<'a> Reader<'a> {
         let count = self.count("the capability table", 1)?;
         if count > self.limits.max_capabilities_per_skill {
             return Err(self.malformed(format!(
-                "skill `{name}` has {count} capabilities, more than the limit of {}",
+                "{count} capabilities, more than the limit of {}",
                 self.limits.max_capabilities_per_skill
             )));
         }
@@ -430,8 +430,9 @@ impl<'a> Reader<'a> {
         for _ in 0..count {
             let capability = self.capability(&name)?;
             if capabilities.iter().any(|c| c.name == capability.name) {
+                // The message's place names the skill.
                 return Err(self.malformed(format!(
-                    "skill `{name}` declares capability `{}` twice",
+                    "capability `{}` is declared twice",
                     capability.name
                 )));
             }

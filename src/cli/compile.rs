@@ -30,10 +30,16 @@ pub fn run(args: CompileArgs) -> u8 {
     // Never write over a file that is not a `.capc` (a schema file the policy reads was not in
     // the list below: regression), nor over a file the policy was read from (regression:
     // `-p s.cap -o s.cap` replaced the source, comments and all, with bytecode).
-    if let Ok(mut existing) = std::fs::File::open(&args.output) {
+    // Only a regular file with content is looked into (opening a FIFO would block; an empty
+    // file is a placeholder, as `mktemp` makes).
+    let occupied = std::fs::metadata(&args.output).is_ok_and(|m| m.is_file() && m.len() > 0);
+    if occupied {
         let mut head = [0u8; MAGIC.len()];
-        let is_capc = std::io::Read::read_exact(&mut existing, &mut head).is_ok() && head == MAGIC;
-        if !is_capc && args.output.is_file() {
+        let is_capc = std::fs::File::open(&args.output)
+            .and_then(|mut existing| std::io::Read::read_exact(&mut existing, &mut head))
+            .is_ok()
+            && head == MAGIC;
+        if !is_capc {
             eprintln!(
                 "error: `{}` exists and is not a `.capc` file; remove it or write elsewhere",
                 args.output.display()

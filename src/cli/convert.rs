@@ -76,6 +76,19 @@ pub fn run(args: ConvertArgs) -> u8 {
             }
         },
     };
+    // Never print what would not load back (regression: `1e+20` was written for a large bound,
+    // which the grammar then read as the duration `1e`).
+    let loads = match args.to {
+        Target::Cap => capgate::syntax::parse(FileId(0), &text).is_ok(),
+        Target::Json => capgate::manifest::parse_manifest(FileId(0), &text).is_ok(),
+    };
+    if !loads {
+        eprintln!(
+            "error: `{}` converts to text that does not load back; please report it",
+            args.file.display()
+        );
+        return EXIT_INPUT;
+    }
     out!("{text}");
     EXIT_OK
 }

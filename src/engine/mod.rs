@@ -682,8 +682,18 @@ impl Engine {
     /// Decides a request given as a parsed JSON value (a session line's `call`): a value that is
     /// not a valid request is denied with reason `input`.
     pub fn check_value(&self, value: serde_json::Value) -> Decision {
+        self.check_value_measured(value, None)
+    }
+
+    /// [`Engine::check_value`] on a value read from `text_size` bytes of text (a session line's
+    /// `call` member): the size limit counts those bytes, as `check_slice` would.
+    pub(crate) fn check_value_measured(
+        &self,
+        value: serde_json::Value,
+        text_size: Option<usize>,
+    ) -> Decision {
         let skill = skill_named(&value);
-        match Request::from_value(value, &self.limits) {
+        match Request::from_value_measured(value, text_size, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => self.refuse_input(skill, &e),
         }

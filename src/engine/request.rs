@@ -154,11 +154,26 @@ impl Request {
     /// a `.captest` case or the REPL decided a 2 MiB request that `check_slice` and
     /// `capgate check` refuse, so policy tests certified decisions no gateway would make).
     pub fn from_value(value: Value, limits: &Limits) -> Result<Request, RequestError> {
+        Request::from_value_measured(value, None, limits)
+    }
+
+    /// [`Request::from_value`], with the size of the text the value was read from when the
+    /// caller has it (`Some(bytes)`: a session line's `call` member), which the size limit then
+    /// counts instead of the value written back as compact JSON.
+    pub(crate) fn from_value_measured(
+        value: Value,
+        text_size: Option<usize>,
+        limits: &Limits,
+    ) -> Result<Request, RequestError> {
         // As in `from_slice`: never read a request from an array by position.
         if !value.is_object() {
             return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
         }
-        if let Some(size) = compact_size_over(&value, limits.max_request_bytes) {
+        let over = match text_size {
+            Some(size) => (size > limits.max_request_bytes).then_some(size),
+            None => compact_size_over(&value, limits.max_request_bytes),
+        };
+        if let Some(size) = over {
             return Err(RequestError::TooLarge {
                 size,
                 limit: limits.max_request_bytes,
