@@ -496,7 +496,17 @@ impl Compiler {
     }
 
     fn pattern(&mut self, source: &str, pointer: &str) -> Option<SchemaPattern> {
-        let translated = ecma_to_rust_regex(source);
+        let translated = match ecma_to_rust_regex(source) {
+            Ok(translated) => translated,
+            Err(reason) => {
+                self.error(
+                    pointer,
+                    format!("invalid pattern `{source}`: {reason}"),
+                    None,
+                );
+                return None;
+            }
+        };
         match Matcher::build(&translated, false, SCHEMA_REGEX_SIZE_LIMIT) {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
@@ -818,14 +828,38 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Rewrites the ECMA-262 shorthand classes whose meaning differs in Rust's Unicode mode:
 /// `\d \D \w \W` are ASCII in ECMA-262. Everything else passes through unchanged.
-pub(crate) fn ecma_to_rust_regex(source: &str) -> String {
+///
+/// Inside a class, such an escape next to a `-` that would make it a range endpoint
+/// (`[\w-~]`, `[+-\d]`) is refused, as ECMA-262 refuses it in Unicode mode: written out as
+/// `0-9A-Za-z_`, the `-` joined its last character into a range (`_`..`~`, which let `{` in).
+pub(crate) fn ecma_to_rust_regex(source: &str) -> Result<String, String> {
+    let endpoint = |e: char| {
+        format!(
+            "`\\{e}` cannot be an end of a range in a character class (write the `-` last, or escape it as `\\-`)"
+        )
+    };
     let mut out = String::with_capacity(source.len() + 16);
     let mut class_depth = 0u32;
+    // Where the innermost class's atoms start in `out` (after a `^`), to tell a range `-` from
+    // a leading one.
+    let mut class_start = 0usize;
+    // Where the last unescaped `-` went in `out` (an escaped `\-` is a literal).
+    let mut dash_at: Option<usize> = None;
     let mut chars = source.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
             '\\' => match chars.next() {
                 Some(e @ ('d' | 'D' | 'w' | 'W')) => {
+                    if class_depth > 0 {
+                        let after_range_dash =
+                            dash_at.is_some_and(|at| at > class_start && at + 1 == out.len());
+                        let mut ahead = chars.clone();
+                        let before_range_dash =
+                            ahead.next() == Some('-') && ahead.next().is_some_and(|n| n != ']');
+                        if after_range_dash || before_range_dash {
+                            return Err(endpoint(e));
+                        }
+                    }
                     let (positive, negated) = match e {
                         'd' | 'D' => ("0-9", "[^0-9]"),
                         _ => ("0-9A-Za-z_", "[^0-9A-Za-z_]"),
@@ -849,8 +883,21 @@ pub(crate) fn ecma_to_rust_regex(source: &str) -> String {
             },
             '[' => {
                 out.push('[');
-                if class_depth > 0 && chars.peek() == Some(&':') {
-                    // A POSIX class such as `[:alpha:]`: copy it through to its `:]`.
+                // A POSIX class such as `[:alpha:]` (letters only) is copied through to its
+                // `:]`; anything else that starts `[:` is a nested class whose escapes are
+                // rewritten (regression: `[[:\d:]]` was copied whole and kept Unicode `\d`).
+                let posix = class_depth > 0 && {
+                    let mut ahead = chars.clone();
+                    ahead.next() == Some(':') && {
+                        let name: String = ahead
+                            .clone()
+                            .take_while(char::is_ascii_alphabetic)
+                            .collect();
+                        let mut rest = ahead.skip(name.len());
+                        !name.is_empty() && rest.next() == Some(':') && rest.next() == Some(']')
+                    }
+                };
+                if posix {
                     while let Some(p) = chars.next() {
                         out.push(p);
                         if p == ':' && chars.peek() == Some(&']') {
@@ -868,6 +915,7 @@ pub(crate) fn ecma_to_rust_regex(source: &str) -> String {
                             out.push(caret);
                         }
                     }
+                    class_start = out.len();
                     if chars.peek() == Some(&']') {
                         if let Some(bracket) = chars.next() {
                             out.push(bracket);
@@ -879,10 +927,15 @@ pub(crate) fn ecma_to_rust_regex(source: &str) -> String {
                 class_depth -= 1;
                 out.push(']');
             }
-            c => out.push(c),
+            c => {
+                if c == '-' {
+                    dash_at = Some(out.len());
+                }
+                out.push(c);
+            }
         }
     }
-    out
+    Ok(out)
 }
 
 /// One-line reason and help for a regex that did not compile.
@@ -1120,12 +1173,48 @@ mod tests {
 
     #[test]
     fn ecma_shorthands_become_ascii_classes() {
-        assert_eq!(ecma_to_rust_regex(r"^\d+$"), "^[0-9]+$");
-        assert_eq!(ecma_to_rust_regex(r"[\w-]"), "[0-9A-Za-z_-]");
-        assert_eq!(ecma_to_rust_regex(r"[^\D]"), "[^[^0-9]]");
-        assert_eq!(ecma_to_rust_regex(r"\\d"), r"\\d");
-        assert_eq!(ecma_to_rust_regex(r"[[:alpha:]\d]"), "[[:alpha:]0-9]");
-        assert_eq!(ecma_to_rust_regex(r"[]\d]"), "[]0-9]");
+        let ok = |source: &str| ecma_to_rust_regex(source).unwrap();
+        assert_eq!(ok(r"^\d+$"), "^[0-9]+$");
+        assert_eq!(ok(r"[\w-]"), "[0-9A-Za-z_-]");
+        assert_eq!(ok(r"[-\w]"), "[-0-9A-Za-z_]");
+        assert_eq!(ok(r"[^-\d]"), "[^-0-9]");
+        assert_eq!(ok(r"[^\D]"), "[^[^0-9]]");
+        assert_eq!(ok(r"\\d"), r"\\d");
+        assert_eq!(ok(r"[[:alpha:]\d]"), "[[:alpha:]0-9]");
+        assert_eq!(ok(r"[]\d]"), "[]0-9]");
+        assert_eq!(ok(r"[a\-\d]"), r"[a\-0-9]");
+    }
+
+    /// Found in review: inside a class, `\d`/`\w` written out as `0-9A-Za-z_` let a `-` next to
+    /// them make a range (`[\w-~]` took in `_`..`~`, so `{` passed; `[+-\d]` took `+`..`0`), and
+    /// `[[:\d:]]` was copied as if POSIX, keeping Unicode `\d`. A class escape as a range end is
+    /// refused, as ECMA-262 refuses it in Unicode mode; a lookalike's escapes are rewritten.
+    #[test]
+    fn regression_a_class_escape_is_never_a_range_end() {
+        for source in [r"^[\w-~]+$", r"^[+-\d]+$", r"[a-\D]", r"[\W-z]", r"[]-\d]"] {
+            assert!(ecma_to_rust_regex(source).is_err(), "{source}");
+            let e = one_error(json!({ "pattern": source }));
+            assert!(
+                e.message.contains("cannot be an end of a range"),
+                "{}",
+                e.message
+            );
+        }
+        let program = compile_schema(&json!({"pattern": "^[[:\\d:]]+$"})).unwrap();
+        assert!(!crate::vm::schema::is_valid(
+            &program,
+            &json!("\u{9e7}\u{9e8}")
+        ));
+        let program = compile_schema(&json!({
+            "patternProperties": {"^[\\w-]+$": {"type": "string"}},
+            "additionalProperties": false
+        }))
+        .unwrap();
+        assert!(crate::vm::schema::is_valid(&program, &json!({"a-b": "x"})));
+        assert!(!crate::vm::schema::is_valid(
+            &program,
+            &json!({"a{b}": "x"})
+        ));
     }
 
     #[test]
