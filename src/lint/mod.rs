@@ -358,67 +358,30 @@ fn boilerplate(text: &str) -> Option<&'static str> {
 }
 
 /// True for regexes that accept every string (or every non-empty one) once wrapped whole:
-/// `.*`, `.+`, `(?s).*`, `[\s\S]*`, `^(.*)$` and the like.
+/// `.*`, `.+`, `(?s).*`, `[\s\S]*`, `^(.*)$`, `.{0,}`, `(?i).*`, `.*|x` and the like.
+///
+/// Decided by running the regex as the engine compiles it (`^(?:…)$`) on a spread of probes —
+/// letters, digits, punctuation, spaces, tabs, accents, CJK, emoji, and a 5,000-character mix —
+/// rather than by its spelling: a list of spellings missed `.{0,}`, `(?i).*`, `(.*)?`,
+/// `(?s:.)*` and `.*|x`, and trimming the pattern flagged ` .*`, which needs a leading space
+/// (regressions). A line break is not probed: `.` excludes it unless `(?s)`, and `.*` is meant
+/// to be flagged. A regex that does not compile is not flagged (loading reports it).
 fn matches_anything(pattern: &str) -> bool {
-    let mut rest = pattern.trim();
-    loop {
-        let before = rest;
-        rest = rest.strip_prefix("(?s)").unwrap_or(rest);
-        rest = rest.strip_prefix('^').unwrap_or(rest);
-        if rest.ends_with('$') && !rest.ends_with("\\$") {
-            rest = rest.strip_suffix('$').unwrap_or(rest);
-        }
-        for open in ["(?:", "(?s:", "("] {
-            if let Some(inner) = rest.strip_prefix(open).and_then(|r| r.strip_suffix(')')) {
-                if balanced(inner) {
-                    rest = inner;
-                    break;
-                }
-            }
-        }
-        if rest == before {
-            break;
-        }
-    }
-    let rest = rest.strip_suffix('?').unwrap_or(rest);
-    matches!(
-        rest,
-        ".*" | ".+"
-            | "[\\s\\S]*"
-            | "[\\s\\S]+"
-            | "[\\S\\s]*"
-            | "[\\S\\s]+"
-            | "[^\\n]*"
-            | "[^\\n]+"
-            | "\\X*"
-            | "\\X+"
-            | "[\\w\\W]*"
-            | "[\\w\\W]+"
-            | "[\\d\\D]*"
-            | "[\\d\\D]+"
-    )
-}
-
-/// True when every `(` in `text` is closed inside it (escapes honoured).
-fn balanced(text: &str) -> bool {
-    let mut depth = 0i32;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-    }
-    depth == 0
+    let Ok(anchored) = crate::bytecode::matcher::Matcher::anchored(pattern) else {
+        return false;
+    };
+    let Ok(regex) = regex::Regex::new(&anchored) else {
+        return false;
+    };
+    let long: String = "aZ09 -_.,;:!?/\\'\"()[]{}<>@#$%^&*+=~`|\té漢😀".repeat(100);
+    let probes = [
+        "a", "Z", "0", " ", "-", ".", "x y", "\t", "é", "漢字", "😀", "a\tb", "\\", "\"",
+    ];
+    probes
+        .iter()
+        .copied()
+        .chain(std::iter::once(long.as_str()))
+        .all(|probe| regex.is_match(probe))
 }
 
 #[cfg(test)]
@@ -497,6 +460,13 @@ mod tests {
             assert!(matches_anything(pattern), "{pattern}");
         }
         for pattern in ["a.*", ".*@example\\.com", "(.*)(x)", ".*\\$"] {
+            assert!(!matches_anything(pattern), "{pattern}");
+        }
+        // Found in review: spellings the old list missed, and a leading space it trimmed.
+        for pattern in [".{0,}", "(?i).*", "(.*)?", "(?s:.)*", ".*|x"] {
+            assert!(matches_anything(pattern), "{pattern}");
+        }
+        for pattern in [" .*", ".{0,10}", "[a-z]*", "\\w+", "(", ".*)|(?:x"] {
             assert!(!matches_anything(pattern), "{pattern}");
         }
         let base = format!("resource http \"https://api.example.com/v1\" operations GET {GOOD}");
