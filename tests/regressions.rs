@@ -233,9 +233,7 @@ fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_par
 /// `0.0`, `-0.0` three). Keys are now canonical: numbers by value, objects by name.
 #[test]
 fn regression_a_number_written_another_way_shares_its_rate_limit() {
-    let mut loader = PolicyLoader::default();
-    loader.add_text(
-        "r.cap",
+    let policy = loaded(
         r#"skill "s" {
   version "1"
   capability "c" {
@@ -245,14 +243,10 @@ fn regression_a_number_written_another_way_shares_its_rate_limit() {
     justification "Per-user limit."
     rateLimit 1 per 1m by payload.user
   }
-}"#
-        .to_owned(),
-        PolicyFormat::Cap,
-        None,
+}"#,
     );
-    let loaded = loader.finish().unwrap();
     let clock = Arc::new(SimulatedClock::new("2026-12-01T12:00:00Z".parse().unwrap()));
-    let engine = Engine::builder(loaded)
+    let engine = Engine::builder(policy)
         .clock(clock)
         .state(Arc::new(capgate::InMemoryStore::new()))
         .build();
@@ -492,23 +486,20 @@ fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
     );
 }
 
+/// A session on skill `s` with one capability `c` (`tool:t`, `call`, process lifetime).
+fn tool_session() -> capgate::Session {
+    let policy = r#"skill "s" { version "1"
+  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#;
+    capgate::Session::new(loaded(policy), capgate::SessionOptions::default())
+}
+
 /// Found in review: a session `call` line whose request had `"time": null` (absent, as
 /// docs/semantics.md says) or a `time` that is not a timestamp was an error line, so
 /// `capgate replay` exited 2 where `capgate check` decided the same request. A null time is
 /// absent; a malformed one is the request's problem, denied with reason `input`.
 #[test]
 fn regression_a_session_call_with_a_null_or_malformed_time_is_decided() {
-    let mut loader = PolicyLoader::default();
-    loader.add_text(
-        "t.cap",
-        r#"skill "s" { version "1"
-  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#
-            .to_owned(),
-        PolicyFormat::Cap,
-        None,
-    );
-    let session =
-        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let session = tool_session();
     let line = session.run_line(
         r#"{"call": {"skill":"s","operation":"call","resource":"tool:t","time":null}, "expect":"allow"}"#,
         1,
@@ -683,17 +674,7 @@ fn regression_a_request_over_the_size_limit_is_refused_from_a_value_too() {
     assert_eq!(from_value.decision, Verdict::Deny);
     assert_eq!(from_value.reasons[0].constraint.as_str(), "input");
     assert_eq!(from_value.reasons, engine.check_slice(&bytes).reasons);
-    let mut loader = PolicyLoader::default();
-    loader.add_text(
-        "t.cap",
-        r#"skill "s" { version "1"
-  capability "c" { resource tool "t" operations call justification "j" } }"#
-            .to_owned(),
-        PolicyFormat::Cap,
-        None,
-    );
-    let session =
-        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let session = tool_session();
     let line = format!(
         r#"{{"call": {}, "expect": "deny", "expect_constraint": "input"}}"#,
         String::from_utf8(bytes).unwrap()
@@ -739,21 +720,11 @@ fn regression_a_symlink_loop_in_a_policy_directory_is_walked_once() {
 
 /// Found in review of the size-limit fix above: measuring a session's request as compact JSON
 /// disagreed with the bytes on the line both ways — `1e5` is longer written back (`100000.0`),
-/// `\u00e9` shorter (`é`). A session now decides a call from its text as written, as a gateway
-/// decides the bytes it receives: under the limit on the line is allowed, over it denied.
+/// `\u00e9` shorter (`é`). A session now counts a call's text as written on its line, as a
+/// gateway counts the bytes it receives: under the limit on the line is allowed, over it denied.
 #[test]
 fn regression_a_session_measures_a_call_as_written_on_its_line() {
-    let mut loader = PolicyLoader::default();
-    loader.add_text(
-        "t.cap",
-        r#"skill "s" { version "1"
-  capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#
-            .to_owned(),
-        PolicyFormat::Cap,
-        None,
-    );
-    let session =
-        capgate::Session::new(loader.finish().unwrap(), capgate::SessionOptions::default());
+    let session = tool_session();
     let line = |payload: &str, expect: &str| {
         format!(
             r#"{{"call": {{"skill": "s", "operation": "call", "resource": "tool:t", "payload": {payload}}}, "expect": "{expect}"}}"#

@@ -321,22 +321,11 @@ impl Engine {
             }
             match capability.lifetime {
                 LifetimeSpec::Process => {}
-                LifetimeSpec::Transaction => match input.transaction {
-                    None => {
-                        return fail(
-                            ReasonKind::Lifetime,
-                            "the capability lives for a transaction and the request names none"
-                                .to_owned(),
-                        );
+                LifetimeSpec::Transaction => {
+                    if let Some(message) = transaction_unmet(input.transaction, store.as_ref()) {
+                        return fail(ReasonKind::Lifetime, message);
                     }
-                    Some(tx) if !store.is_transaction_open(tx) => {
-                        return fail(
-                            ReasonKind::Lifetime,
-                            format!("transaction {} is not open", quote(tx)),
-                        );
-                    }
-                    Some(_) => {}
-                },
+                }
                 LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. } => {
                     let Some(token) = request.grant.as_deref() else {
                         return fail(
@@ -699,6 +688,19 @@ impl Engine {
     }
 }
 
+/// Why a `transaction` lifetime is not met: no transaction named, or one that is not open.
+fn transaction_unmet(transaction: Option<&str>, store: &dyn StateStore) -> Option<String> {
+    match transaction {
+        None => {
+            Some("the capability lives for a transaction and the request names none".to_owned())
+        }
+        Some(tx) if !store.is_transaction_open(tx) => {
+            Some(format!("transaction {} is not open", quote(tx)))
+        }
+        Some(_) => None,
+    }
+}
+
 /// Why a grant pinned to an older revision does not cover this request under that revision's
 /// capability `old`: its template, its operations, its constraints or its `transaction`
 /// lifetime (`None` when it covers it). A limit broken while running the old program is a
@@ -716,22 +718,8 @@ fn pinned_refusal<'r, J: Json<'r>>(
     // one-call grant; the old lifetime still wants an open transaction named (regression: a
     // reload to `lifetime call 1` made such a grant usable without one).
     if matches!(old.lifetime, LifetimeSpec::Transaction) {
-        match input.transaction {
-            None => {
-                return Some(Step::Fails(reason_for(
-                    old,
-                    ReasonKind::Lifetime,
-                    "the capability lives for a transaction and the request names none".to_owned(),
-                )));
-            }
-            Some(tx) if !store.is_transaction_open(tx) => {
-                return Some(Step::Fails(reason_for(
-                    old,
-                    ReasonKind::Lifetime,
-                    format!("transaction {} is not open", quote(tx)),
-                )));
-            }
-            Some(_) => {}
+        if let Some(message) = transaction_unmet(input.transaction, store) {
+            return Some(Step::Fails(reason_for(old, ReasonKind::Lifetime, message)));
         }
     }
     let mut bindings = Bindings::new();

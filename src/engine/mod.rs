@@ -686,7 +686,8 @@ impl Engine {
     }
 
     /// [`Engine::check_value`] on a value read from `text_size` bytes of text (a session line's
-    /// `call` member): the size limit counts those bytes, as `check_slice` would.
+    /// `call` member): the size limit counts those bytes, as `check_slice` would. Any bound at
+    /// least the text's size will do while it is within the limit.
     pub(crate) fn check_value_measured(
         &self,
         value: serde_json::Value,

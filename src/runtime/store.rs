@@ -386,8 +386,9 @@ impl InMemoryStore {
         now: i128,
     ) -> Result<(), CommitRefusal> {
         let mut refused = None;
-        // The charges that inserted a new key (a charge past the 64th counts as one: a sweep
-        // step more only forgets a little sooner).
+        // The charges that inserted a new key, one bit each; a charge past the 64th has no bit
+        // and always sweeps (a step more only forgets a little sooner).
+        let bit = |charge: usize| u32::try_from(charge).ok().and_then(|c| 1u64.checked_shl(c));
         let mut new_keys = 0u64;
         for (charge, (rate, hash)) in rates.iter().zip(hashes).enumerate() {
             let (Some(limit), Some(shard)) =
@@ -400,11 +401,11 @@ impl InMemoryStore {
             match shard.admit(*hash, rate.key, &limit, now, |key| self.key_hash(key)) {
                 Admitted::Refused => refused = refused.or(Some(charge)),
                 Admitted::Held => {}
-                Admitted::New => new_keys |= 1u64 << charge_bit(charge),
+                Admitted::New => new_keys |= bit(charge).unwrap_or(0),
             }
         }
         for (charge, hash) in hashes.iter().enumerate().take(rates.len()) {
-            let new = charge >= 64 || new_keys & (1u64 << charge_bit(charge)) != 0;
+            let new = bit(charge).is_none_or(|bit| new_keys & bit != 0);
             if let (true, Some(shard)) = (new, guards.shard_mut(Self::shard_of(*hash))) {
                 shard.sweep_step(now);
             }
@@ -620,11 +621,6 @@ impl InMemoryStore {
         }
         Ok(())
     }
-}
-
-/// A charge's bit in a mask of 64 (charges past the 64th share the last bit).
-fn charge_bit(charge: usize) -> u32 {
-    u32::try_from(charge.min(63)).unwrap_or(63)
 }
 
 /// The rate-limit shards a commit holds locked.

@@ -387,51 +387,33 @@ fn test<'r, J: Json<'r>, S: Sink>(
             path,
             other,
             optional,
-        } => {
-            let path = table(&program.paths, path)?;
-            let other_path = table(&program.paths, other)?;
-            let result = with_single(input, other_path, |other| match other {
-                Ok(other) => walk!(path, optional, |leaf| leaf.equals(other)),
-                Err(_) => Err(Stop::Missing),
-            });
-            // A missing `other` is reported against the other path.
-            let other_missing =
-                S::EXPLAIN && with_single(input, other_path, |other| other.is_err());
-            if other_missing {
-                (result, Some(other_path))
-            } else {
-                (result, Some(path))
-            }
         }
-        Op::BindsIdentity {
+        | Op::BindsIdentity {
             path,
-            identity,
+            identity: other,
             optional,
         } => {
             let path = table(&program.paths, path)?;
-            let identity_path = table(&program.paths, identity)?;
-            // The identity must be present and not `null` (a `null` field names no agent; SPEC
-            // §2.4 denies a request without the identity field). Regression: `null == null`
-            // bound an agent without an email to records without an owner.
-            let identity_stop = |identity: &Result<Leaf<'_, J>, Stop>| match identity {
+            let other_path = table(&program.paths, other)?;
+            // `other` must be present; for `actorBinding` (`binds`) it must not be `null` either
+            // (a `null` field names no agent; SPEC §2.4 denies a request without the identity
+            // field). Regression: `null == null` bound an agent without an email to records
+            // without an owner.
+            let identity = matches!(op, Op::BindsIdentity { .. });
+            let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
                 Err(_) => Some(Stop::Missing),
-                Ok(Leaf::Json(value)) if value.is_null() => Some(Stop::NullIdentity),
+                Ok(Leaf::Json(value)) if identity && value.is_null() => Some(Stop::NullIdentity),
                 Ok(_) => None,
             };
-            let result = with_single(input, identity_path, |identity| {
-                match (identity_stop(&identity), identity) {
-                    (Some(stop), _) => Err(stop),
-                    (None, Ok(identity)) => walk!(path, optional, |leaf| leaf.equals(identity)),
-                    (None, Err(stop)) => Err(stop),
-                }
+            let result = with_single(input, other_path, |other| match (unusable(&other), other) {
+                (None, Ok(other)) => walk!(path, optional, |leaf| leaf.equals(other)),
+                (Some(stop), _) | (None, Err(stop)) => Err(stop),
             });
-            // A missing or null identity is reported against the identity path.
-            let identity_failed = S::EXPLAIN
-                && with_single(input, identity_path, |identity| {
-                    identity_stop(&identity).is_some()
-                });
-            if identity_failed {
-                (result, Some(identity_path))
+            // An unusable `other` is reported against the other path.
+            let other_failed =
+                S::EXPLAIN && with_single(input, other_path, |other| unusable(&other).is_some());
+            if other_failed {
+                (result, Some(other_path))
             } else {
                 (result, Some(path))
             }
