@@ -133,6 +133,10 @@ pub struct ResourcePattern {
     plain_prefix: String,
     /// How many segments [`ResourcePattern::plain_prefix`] stands for.
     prefix_segments: usize,
+    /// `scheme://host/` for an http template whose host is exact, plain (lower-case labels of
+    /// `[a-z0-9_-]` between single dots) and whose port is the scheme's default: the text a plain
+    /// request of this origin starts with (see [`plain_origin`]).
+    plain_origin: Option<String>,
 }
 
 impl ResourcePattern {
@@ -151,6 +155,7 @@ impl ResourcePattern {
         };
         let (segments, rest, bindings) = compile_path(path)?;
         let (plain_prefix, prefix_segments) = plain_prefix(&segments, rest);
+        let plain_origin = origin.as_ref().and_then(plain_origin);
         // INVARIANT (pattern-shape): origin iff http; compile_path upholds the rest.
         Ok(ResourcePattern {
             kind,
@@ -161,6 +166,7 @@ impl ResourcePattern {
             bindings,
             plain_prefix,
             prefix_segments,
+            plain_origin,
         })
     }
 
@@ -208,10 +214,37 @@ impl ResourcePattern {
     pub(crate) fn plain_prefix(&self) -> (&str, usize) {
         (&self.plain_prefix, self.prefix_segments)
     }
+
+    /// `scheme://host/` when a request starting with exactly this text has this template's
+    /// origin (see [`plain_origin`]).
+    pub(crate) fn plain_origin(&self) -> Option<&str> {
+        self.plain_origin.as_deref()
+    }
+}
+
+/// `scheme://host/` for an origin that a plain request spells only that way: an exact host of
+/// lower-case labels (`[a-z0-9_-]`, none empty, single dots) on the scheme's default port. A
+/// request that starts with this text has a host the plain parser accepts as it is, equal byte for
+/// byte to the template's, and no port (so the default one); any other origin is `None`.
+fn plain_origin(origin: &OriginPattern) -> Option<String> {
+    let HostPattern::Exact(host) = &origin.host else {
+        return None;
+    };
+    let plain_label = |label: &str| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+    };
+    if origin.port != origin.scheme.default_port() || !host.split('.').all(plain_label) {
+        return None;
+    }
+    Some(format!("{}://{host}/", origin.scheme.name()))
 }
 
 /// The leading literal segments of a template joined as `a/b/`, and how many they are: each one
-/// non-empty and made only of bytes a plain request segment can hold (so it never holds a `/`),
+/// non-empty, not a dot segment, and made only of bytes a plain request segment can hold (so it
+/// never holds a `/`, and a plain request's path may hold it as it is),
 /// and followed by another segment or `**` (the last segment is left to the segment loop, which
 /// checks that nothing follows it). A plain request matches those segments exactly when its path
 /// starts with this text.
@@ -227,6 +260,7 @@ fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
         match segment {
             SegmentPattern::Literal(text)
                 if !text.is_empty()
+                    && !is_dot_segment(text)
                     && text.bytes().all(|b| {
                         b != b'/' && b != b'?' && PLAIN.get(usize::from(b)).copied() == Some(true)
                     }) =>

@@ -231,25 +231,40 @@ impl Engine {
                 )]);
             }
         }
-        let resource = match RequestResource::parse(&request.resource) {
-            Ok(resource) => resource,
-            Err(rejection) => {
-                return deny(vec![Reason::request(
-                    ReasonKind::Resource,
-                    format!(
-                        "resource {} is refused: {rejection}",
-                        quote(&request.resource)
-                    ),
-                )]);
-            }
+        let mut bindings = Bindings::new();
+        // A plain http request of the first capability's origin is parsed and matched against
+        // its template in one pass; any other is parsed alone first, and every rejection is
+        // the general parser's.
+        let first = skill.capabilities.first().and_then(|capability| {
+            capability
+                .resource
+                .parse_and_match(&request.resource, &mut bindings)
+        });
+        let (resource, mut first_matched) = match first {
+            Some((resource, matched)) => (resource, Some(matched)),
+            None => match RequestResource::parse(&request.resource) {
+                Ok(resource) => (resource, None),
+                Err(rejection) => {
+                    return deny(vec![Reason::request(
+                        ReasonKind::Resource,
+                        format!(
+                            "resource {} is refused: {rejection}",
+                            quote(&request.resource)
+                        ),
+                    )]);
+                }
+            },
         };
         let mut reasons = Vec::new();
         let mut resource_matched = false;
         let mut operation_matched = false;
-        let mut bindings = Bindings::new();
         for capability in &skill.capabilities {
-            // `matches` compares the resource kind too.
-            if !capability.resource.matches(&resource, &mut bindings) {
+            // `matches` compares the resource kind too; the first capability may have been
+            // matched already.
+            let matched = first_matched
+                .take()
+                .unwrap_or_else(|| capability.resource.matches(&resource, &mut bindings));
+            if !matched {
                 continue;
             }
             resource_matched = true;

@@ -314,45 +314,9 @@ impl<'a> RequestResource<'a> {
         } else {
             scheme.default_port()
         };
-        // The path after its `/`: segments of plain bytes, none empty but the last, none a dot
-        // segment.
-        let mut path = "";
-        if bytes.get(at) == Some(&b'/') {
-            let start = at + 1;
-            at = start;
-            loop {
-                let segment = at;
-                at = run_end(bytes, at, SEGMENT);
-                let last = bytes.get(at) != Some(&b'/');
-                if at == segment && !last {
-                    return None;
-                }
-                // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
-                if at > segment
-                    && bytes.get(segment) == Some(&b'.')
-                    && is_dot_segment(rest.get(segment..at)?)
-                {
-                    return None;
-                }
-                if last {
-                    break;
-                }
-                at += 1;
-            }
-            path = rest.get(start..at)?;
-        }
-        // Then the end, or a query of plain bytes (so every component decodes as it is);
-        // any other byte is for the general parser.
-        let query = match bytes.get(at) {
-            None => None,
-            Some(b'?') => {
-                let tail = rest.get(at + 1..)?;
-                if !tail.bytes().all(|b| url_class(b) & QUERY != 0) {
-                    return None;
-                }
-                Some(tail)
-            }
-            Some(_) => return None,
+        let (path, query) = match bytes.get(at) {
+            Some(b'/') => Self::plain_path_and_query(rest.get(at + 1..)?, 0)?,
+            _ => ("", Self::plain_query(rest.get(at..)?)?),
         };
         Some(RequestResource {
             text,
@@ -362,6 +326,54 @@ impl<'a> RequestResource<'a> {
             query,
             plain: true,
         })
+    }
+
+    /// The path and query of a plain http resource from `rest`, the text after the `/` that ends
+    /// its origin: segments of plain bytes, none empty but the last, none a dot segment, then the
+    /// end or a plain query. The first `checked` bytes are already known to be such segments,
+    /// each followed by its `/` (a template's plain prefix), so the scan starts after them.
+    #[inline(always)]
+    fn plain_path_and_query(rest: &'a str, checked: usize) -> Option<(&'a str, Option<&'a str>)> {
+        let bytes = rest.as_bytes();
+        let mut at = checked;
+        loop {
+            let segment = at;
+            at = run_end(bytes, at, SEGMENT);
+            let last = bytes.get(at) != Some(&b'/');
+            if at == segment && !last {
+                return None;
+            }
+            // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
+            if at > segment
+                && bytes.get(segment) == Some(&b'.')
+                && is_dot_segment(rest.get(segment..at)?)
+            {
+                return None;
+            }
+            if last {
+                break;
+            }
+            at += 1;
+        }
+        Some((rest.get(..at)?, Self::plain_query(rest.get(at..)?)?))
+    }
+
+    /// After a plain path: `Some(None)` at the end, `Some(Some(query))` for `?` and a query of
+    /// plain bytes (so every component decodes as it is); `None` for anything else, which is for
+    /// the general parser.
+    #[inline(always)]
+    fn plain_query(tail: &'a str) -> Option<Option<&'a str>> {
+        match tail.as_bytes().first() {
+            None => Some(None),
+            Some(b'?') => {
+                let query = tail.get(1..)?;
+                query
+                    .bytes()
+                    .all(|b| url_class(b) & QUERY != 0)
+                    .then_some(Some(query))
+            }
+            Some(_) => None,
+        }
     }
 
     /// The general parser: every kind, every rule, every rejection.
@@ -768,6 +780,52 @@ impl ResourcePattern {
         matched
     }
 
+    /// [`RequestResource::parse`] and then [`ResourcePattern::matches`], in one pass, for a plain
+    /// http request that starts with this template's [`plain origin`](ResourcePattern::plain_origin):
+    /// `Some` with the resource `parse` gives and whether `matches` holds (`bindings` as it
+    /// leaves them), without scanning the origin or the template's literal prefix byte by byte.
+    /// `None` for every other request, which the caller parses and matches the general way.
+    pub fn parse_and_match<'a>(
+        &self,
+        text: &'a str,
+        bindings: &mut Bindings<'a>,
+    ) -> Option<(RequestResource<'a>, bool)> {
+        let head = self.plain_origin()?;
+        let origin = self.origin()?;
+        if !text.as_bytes().starts_with(head.as_bytes()) {
+            return None;
+        }
+        // `head` is `scheme://host/`, all ASCII, so both cuts fall on character boundaries.
+        let host = text.get(origin.scheme.name().len() + 3..head.len() - 1)?;
+        let rest = text.get(head.len()..)?;
+        let (prefix, _) = self.plain_prefix();
+        let checked = if rest.as_bytes().starts_with(prefix.as_bytes()) {
+            prefix.len()
+        } else {
+            0
+        };
+        let (path, query) = RequestResource::plain_path_and_query(rest, checked)?;
+        let resource = RequestResource {
+            text,
+            kind: ResourceKind::Http,
+            origin: Some(RequestOrigin {
+                scheme: origin.scheme,
+                host,
+                port: origin.port,
+            }),
+            path,
+            query,
+            plain: true,
+        };
+        // Kind and origin are this template's by construction: only the path is left to match.
+        bindings.reset(self.bindings().len());
+        let matched = self.path_matches(path, true, bindings);
+        if !matched {
+            bindings.clear();
+        }
+        Some((resource, matched))
+    }
+
     fn origin_matches(&self, request: &RequestResource<'_>) -> bool {
         match (self.origin(), request.origin) {
             (None, None) => true,
@@ -894,6 +952,83 @@ mod tests {
         }
     }
 
+    /// `parse_and_match` against `parse` then `matches`: the same resource, verdict and
+    /// bindings whenever it answers.
+    fn assert_one_pass_agrees(template: &str, text: &str) -> Option<bool> {
+        let pattern = ResourcePattern::compile(ResourceKind::Http, template).unwrap();
+        let mut one_pass = Bindings::new();
+        let answer = pattern.parse_and_match(text, &mut one_pass)?;
+        let mut two_pass = Bindings::new();
+        let parsed = RequestResource::parse(text);
+        assert_eq!(Ok(answer.0), parsed, "{text} ~ {template}");
+        let matched = parsed.is_ok_and(|request| pattern.matches(&request, &mut two_pass));
+        assert_eq!(answer.1, matched, "{text} ~ {template}");
+        assert_eq!(one_pass.len(), two_pass.len(), "{text} ~ {template}");
+        for slot in 0..pattern.bindings().len() {
+            assert_eq!(
+                one_pass.get(slot),
+                two_pass.get(slot),
+                "{text} ~ {template}"
+            );
+        }
+        Some(answer.1)
+    }
+
+    #[test]
+    fn one_pass_matching_takes_plain_requests_of_the_templates_origin_only() {
+        let template = "https://calendar.example.com/v3/calendars/{calendar}/events";
+        for (text, matched) in [
+            (
+                "https://calendar.example.com/v3/calendars/primary/events",
+                true,
+            ),
+            (
+                "https://calendar.example.com/v3/calendars/primary/events?x=1",
+                true,
+            ),
+            (
+                "https://calendar.example.com/v3/calendars/primary/events/",
+                false,
+            ),
+            ("https://calendar.example.com/v3/calendars/primary", false),
+            (
+                "https://calendar.example.com/v3/other/primary/events",
+                false,
+            ),
+            ("https://calendar.example.com/", false),
+        ] {
+            assert_eq!(
+                assert_one_pass_agrees(template, text),
+                Some(matched),
+                "{text}"
+            );
+        }
+        // Everything else is left to `parse` and `matches`: another spelling of the origin, an
+        // escape, a rejected path, another origin.
+        for text in [
+            "https://CALENDAR.example.com/v3/calendars/primary/events",
+            "https://calendar.example.com:443/v3/calendars/primary/events",
+            "http://calendar.example.com/v3/calendars/primary/events",
+            "https://calendar.example.com.evil.com/v3/calendars/primary/events",
+            "https://calendar.example.com",
+            "https://calendar.example.com/v3/calendars/pri%6Dary/events",
+            "https://calendar.example.com/v3/calendars/../events",
+            "https://calendar.example.com/v3/calendars//events",
+            "https://calendar.example.com/v3/calendars/primary/events#f",
+        ] {
+            assert_eq!(assert_one_pass_agrees(template, text), None, "{text}");
+        }
+        // Templates whose origin a plain request may spell otherwise never take the one pass.
+        for template in [
+            "https://*.example.com/v3/{x}",
+            "https://calendar.example.com:8443/v3/{x}",
+            "https://[::1]/v3/{x}",
+        ] {
+            let pattern = ResourcePattern::compile(ResourceKind::Http, template).unwrap();
+            assert_eq!(pattern.plain_origin(), None, "{template}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
@@ -998,6 +1133,49 @@ mod tests {
             if let Some(fast) = RequestResource::parse_plain_http(&text) {
                 prop_assert_eq!(Ok(fast), general(&text), "{}", text);
             }
+        }
+        /// One-pass matching agrees with `parse` then `matches` on requests near each template's
+        /// origin and prefix: odd hosts and ports, dot and empty segments, queries, escapes.
+        #[test]
+        fn one_pass_matching_agrees_with_parse_then_match(
+            template in prop::sample::select(vec![
+                "https://api.example.com/v3/calendars/{calendar}/events",
+                "https://api.example.com/v3/calendars/*",
+                "https://api.example.com/v3/**",
+                "https://api.example.com/v3/calendars",
+                "https://api.example.com/v3/calendars/",
+                "https://api.example.com/{a}/calendars/{b}",
+                "https://api.example.com/a%20b/c/{x}",
+                "https://api.example.com/",
+                "https://api.example.com",
+                "http://api.example.com:80/v3/{x}",
+                "https://api.example.com:443/..a/{x}",
+            ]),
+            origin in prop::sample::select(vec![
+                "https://api.example.com", "https://API.example.com", "http://api.example.com",
+                "https://api.example.com:443", "https://api.example.co", "https://api.example.com.",
+                "https://api.example.comx", "http://api.example.com:80",
+            ]),
+            segments in prop::collection::vec(
+                prop::sample::select(vec![
+                    "v3", "calendars", "primary", "events", "", ".", "..", ".;x", "..a", "a",
+                    "%41", "a b", "calendarsx", "é", "c",
+                ]),
+                0..5,
+            ),
+            slash in any::<bool>(),
+            query in prop::option::of(r"[a-z0-9=&;%/?#]{0,6}"),
+        ) {
+            let mut text = origin.to_owned();
+            if slash || !segments.is_empty() {
+                text.push('/');
+            }
+            text.push_str(&segments.join("/"));
+            if let Some(query) = query {
+                text.push('?');
+                text.push_str(&query);
+            }
+            assert_one_pass_agrees(template, &text);
         }
     }
 }
