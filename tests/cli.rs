@@ -250,6 +250,27 @@ fn check_accepts_a_policy_directory_and_json_manifests() {
     assert_eq!(code(&check(dir.to_str().unwrap(), &request, &[])), 1);
 }
 
+#[test]
+fn regression_a_broken_json_manifest_in_a_policy_directory_is_reported_not_skipped() {
+    // A manifest with a syntax error used to be taken for "not a manifest" and skipped: the
+    // directory loaded without its skill and nothing said why.
+    let dir = temp_dir();
+    write(&dir, "a.cap", POLICY);
+    write(
+        &dir,
+        "payments.json",
+        "{\"skill\": {\"name\": \"payments\", \"version\": \"1\"},\n \"capabilities\": [,]}",
+    );
+    let request = json!({"skill": "m", "operation": "SELECT", "resource": "db:crm/acme/records"});
+    let output = check(dir.to_str().unwrap(), &request, &[]);
+    assert_eq!(code(&output), 2, "{}{}", stdout(&output), stderr(&output));
+    assert!(
+        stderr(&output).contains("payments.json:2:"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 // ------------------------------------------------------------------------------------------------
 // check: the clock
 // ------------------------------------------------------------------------------------------------

@@ -101,9 +101,10 @@ impl PolicyLoader {
     }
 
     /// Adds a file or, for a directory, every `.cap` file and every `.json` manifest within
-    /// (recursively, in name order). Inside directories a `.json` file is a manifest only when
-    /// its top level is an object with a `skill` member; other JSON files (schemas, data) are
-    /// skipped. Named files are always loaded.
+    /// (recursively, in name order). Inside directories a `.json` file that is valid JSON is a
+    /// manifest only when its top level is an object with a `skill` member; other JSON files
+    /// (schemas, data) are skipped, and one that is not JSON is loaded so its error is reported.
+    /// Named files are always loaded.
     pub fn add_path(&mut self, path: &Path) {
         if let Err(e) = std::fs::metadata(path) {
             let name = path.display().to_string();
@@ -398,9 +399,13 @@ fn collect_once(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections:
     }
 }
 
+/// Whether a `.json` file found in a directory is loaded as a manifest: when its top level is an
+/// object with a `skill` member, and also when it cannot be read or is not JSON at all, so that a
+/// broken manifest is reported with its position instead of skipped (regression: a syntax error
+/// made a manifest "not a manifest", and the set loaded without its skill).
 fn looks_like_manifest(path: &Path) -> bool {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|v| v.get("skill").is_some())
+        .is_none_or(|value| value.get("skill").is_some())
 }
