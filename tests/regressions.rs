@@ -364,6 +364,72 @@ fn regression_a_reload_does_not_lengthen_a_grants_renewal() {
     assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
 }
 
+/// Found in review: a reload that narrowed a capability's lifetime left grants issued before it
+/// under their old lifetime. An operator cutting `wallClock 1h` to `call 1` (say, after spotting
+/// abuse) still left every running token unlimited calls for the rest of the hour; SPEC §5.2
+/// honours such a grant only under the intersection of its old and new capability.
+#[test]
+fn regression_a_reload_that_narrows_a_lifetime_to_calls_binds_running_grants() {
+    let (engine, _clock) = stateful(&lifetime_policy("wallClock 1h"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    // One use before the reload counts against the new `call 2`.
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    engine.reload(loaded(&lifetime_policy("call 2")));
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    let decision = with_grant(&engine, "g");
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.reasons[0].constraint.as_str(), "lifetime");
+    // The same for `call 5` cut to `call 1`, and from bytes.
+    let (engine, _clock) = stateful(&lifetime_policy("call 5"));
+    engine
+        .issue_grant("s", "c", None, Some("h".into()))
+        .unwrap();
+    engine.reload(loaded(&lifetime_policy("call 1")));
+    let call = br#"{"skill":"s","operation":"call","resource":"tool:t","grant":"h"}"#;
+    assert_eq!(engine.check_slice(call).decision, Verdict::Allow);
+    let decision = engine.check_slice(call);
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+}
+
+/// Found with the one above: `call 3` cut to `wallClock 1m`, or `wallClock 1h` to
+/// `wallClock 1m`, left old grants good past the new minute.
+#[test]
+fn regression_a_reload_that_narrows_a_lifetime_to_a_duration_expires_running_grants() {
+    for (old, token) in [
+        ("call 3", "g"),
+        ("wallClock 1h", "h"),
+        ("wallClock 1h renewable", "r"),
+    ] {
+        let (engine, clock) = stateful(&lifetime_policy(old));
+        engine
+            .issue_grant("s", "c", None, Some(token.into()))
+            .unwrap();
+        engine.reload(loaded(&lifetime_policy("wallClock 1m")));
+        clock.set("2026-12-01T10:00:59Z".parse().unwrap());
+        assert_eq!(with_grant(&engine, token).decision, Verdict::Allow, "{old}");
+        clock.set("2026-12-01T10:01:00Z".parse().unwrap());
+        let decision = with_grant(&engine, token);
+        assert_eq!(decision.decision, Verdict::Deny, "{old}: {decision:?}");
+        assert_eq!(decision.reasons[0].constraint.as_str(), "lifetime", "{old}");
+    }
+    // Renewable under both: renewed on use for the shorter duration, from the renewal.
+    let (engine, clock) = stateful(&lifetime_policy("wallClock 1h renewable"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    engine.reload(loaded(&lifetime_policy("wallClock 1m renewable")));
+    clock.set("2026-12-01T10:05:00Z".parse().unwrap());
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    clock.set("2026-12-01T10:05:59Z".parse().unwrap());
+    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    engine.reload(loaded(&lifetime_policy("wallClock 1m")));
+    clock.set("2026-12-01T10:06:00Z".parse().unwrap());
+    let decision = with_grant(&engine, "g");
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+}
+
 /// Found in review (twice): a `fieldMatches` source was pasted into `^(?:…)$` unchecked, so a
 /// source that closes the group early — `[a-z]+)|(?:x` — became a top-level alternation whose
 /// first branch was anchored only at the start, and `abc; DROP TABLE users` matched it (in the

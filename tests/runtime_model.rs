@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use capgate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
-    InMemoryStore, NewGrant, RateCharge, RateSpec, StateError, StateStore,
+    InMemoryStore, LifetimeBound, NewGrant, RateCharge, RateSpec, StateError, StateStore,
 };
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
@@ -90,6 +90,9 @@ struct ModelGrant {
     renewable: bool,
     /// A wall-clock grant's issued duration: a renewal lasts at most this long.
     duration: Option<std::time::Duration>,
+    /// Uses so far, and when it was issued or last renewed: what a bound counts.
+    used: u64,
+    valid_from: i128,
     revoked: bool,
 }
 
@@ -180,6 +183,8 @@ impl Model {
                 expires_at,
                 renewable,
                 duration,
+                used: 0,
+                valid_from: now,
                 revoked: false,
             },
         );
@@ -192,6 +197,7 @@ impl Model {
         skill: &str,
         capability: &str,
         tx: Option<&str>,
+        bound: Option<LifetimeBound>,
         now: i128,
     ) -> GrantStatus {
         let refused = GrantStatus::Refused;
@@ -216,12 +222,29 @@ impl Model {
         if grant.remaining == Some(0) {
             return refused(GrantRefusal::UsesExhausted);
         }
-        match grant.expires_at {
-            Some(expiry) if now >= expiry && grant.renewable => {
-                GrantStatus::ExpiredRenewable { revision }
-            }
-            Some(expiry) if now >= expiry => refused(GrantRefusal::Expired),
-            _ => GrantStatus::Valid { revision },
+        // A grant of another revision must satisfy the bound too: its uses since issue, and its
+        // time since issue or renewal.
+        let bound = bound.filter(|bound| bound.revision != revision);
+        let own_expired = grant.expires_at.is_some_and(|expiry| now >= expiry);
+        if own_expired && !grant.renewable {
+            return refused(GrantRefusal::Expired);
+        }
+        if bound
+            .and_then(|b| b.uses)
+            .is_some_and(|uses| grant.used >= uses)
+        {
+            return refused(GrantRefusal::UsesExhausted);
+        }
+        let bound_expired = bound
+            .and_then(|b| b.duration)
+            .is_some_and(|d| now >= grant.valid_from + i128::try_from(d.as_nanos()).unwrap());
+        match (
+            own_expired || bound_expired,
+            grant.renewable && grant.expires_at.is_some(),
+        ) {
+            (true, true) => GrantStatus::ExpiredRenewable { revision },
+            (true, false) => refused(GrantRefusal::Expired),
+            (false, _) => GrantStatus::Valid { revision },
         }
     }
 
@@ -277,7 +300,8 @@ impl Model {
                 token,
                 transaction,
                 renew,
-            }) => match self.status(token, skill, capability, transaction, now) {
+                bound,
+            }) => match self.status(token, skill, capability, transaction, bound, now) {
                 GrantStatus::Valid { .. } => {}
                 // A renewal lasts the shorter of the requested and the issued duration.
                 GrantStatus::ExpiredRenewable { .. } => {
@@ -307,8 +331,10 @@ impl Model {
             if let Some(remaining) = &mut grant.remaining {
                 *remaining -= 1;
             }
+            grant.used += 1;
             if renewed.is_some() {
                 grant.expires_at = renewed;
+                grant.valid_from = now;
             }
         }
         Ok(())
@@ -326,6 +352,7 @@ enum AuthorityChoice {
         token: usize,
         transaction: Option<usize>,
         renew: Option<u64>,
+        bound: Option<LifetimeBound>,
     },
 }
 
@@ -346,6 +373,7 @@ enum Op {
         skill: usize,
         capability: usize,
         transaction: Option<usize>,
+        bound: Option<LifetimeBound>,
     },
     Commit {
         skill: usize,
@@ -375,6 +403,15 @@ fn lifetime() -> impl Strategy<Value = GrantLifetime> {
     ]
 }
 
+/// The lifetime in force for a grant: of revision 0..3 (grants are issued under 0..3 too), a
+/// `call N` or a `wallClock D`.
+fn bound() -> impl Strategy<Value = Option<LifetimeBound>> {
+    proptest::option::of(
+        (0..3_u64, lifetime())
+            .prop_map(|(revision, lifetime)| LifetimeBound::new(revision, lifetime)),
+    )
+}
+
 fn authority() -> impl Strategy<Value = AuthorityChoice> {
     prop_oneof![
         Just(AuthorityChoice::Process),
@@ -382,13 +419,17 @@ fn authority() -> impl Strategy<Value = AuthorityChoice> {
         (
             0..4_usize,
             proptest::option::of(0..2_usize),
-            proptest::option::of(0..15_u64)
+            proptest::option::of(0..15_u64),
+            bound(),
         )
-            .prop_map(|(token, transaction, renew)| AuthorityChoice::Grant {
-                token,
-                transaction,
-                renew,
-            }),
+            .prop_map(
+                |(token, transaction, renew, bound)| AuthorityChoice::Grant {
+                    token,
+                    transaction,
+                    renew,
+                    bound,
+                }
+            ),
     ]
 }
 
@@ -402,9 +443,9 @@ fn op() -> impl Strategy<Value = Op> {
                 token, skill, capability, transaction, revision, lifetime,
             }
         ),
-        1 => (0..4_usize, 0..2_usize, 0..2_usize, tx()).prop_map(
-            |(token, skill, capability, transaction)| Op::Status {
-                token, skill, capability, transaction,
+        1 => (0..4_usize, 0..2_usize, 0..2_usize, tx(), bound()).prop_map(
+            |(token, skill, capability, transaction, bound)| Op::Status {
+                token, skill, capability, transaction, bound,
             }
         ),
         6 => (0..2_usize, 0..2_usize, authority(), proptest::sample::subsequence(vec![0, 1, 2, 3], 0..=4))
@@ -459,13 +500,14 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
             skill,
             capability,
             transaction,
+            bound,
         } => {
             let (token, skill, capability) =
                 (TOKENS[token], SKILLS[skill], CAPABILITIES[capability]);
             let tx = tx_name(transaction);
             assert_eq!(
-                store.grant_status(token, skill, capability, tx, at(*now)),
-                model.status(token, skill, capability, tx, *now)
+                store.grant_status(token, skill, capability, tx, bound, at(*now)),
+                model.status(token, skill, capability, tx, bound, *now)
             );
         }
         Op::Commit {
@@ -489,10 +531,12 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
                     token,
                     transaction,
                     renew,
+                    bound,
                 } => Authority::Grant(GrantUse {
                     token: TOKENS[token],
                     transaction: tx_name(transaction),
                     renew: renew.map(nanos),
+                    bound,
                 }),
             };
             let (skill, capability) = (SKILLS[skill], CAPABILITIES[capability]);
@@ -575,11 +619,23 @@ fn agree(store: &InMemoryStore, model: &Model, now: i128) {
             );
             for token in TOKENS {
                 for tx in [None, Some("t0"), Some("t1")] {
-                    assert_eq!(
-                        store.grant_status(token, skill, capability, tx, at(now)),
-                        model.status(token, skill, capability, tx, now),
-                        "{token} {skill} {capability} {tx:?}"
-                    );
+                    for bound in [
+                        None,
+                        Some(LifetimeBound::new(0, GrantLifetime::Calls(1))),
+                        Some(LifetimeBound::new(
+                            1,
+                            GrantLifetime::WallClock {
+                                duration: nanos(5),
+                                renewable: false,
+                            },
+                        )),
+                    ] {
+                        assert_eq!(
+                            store.grant_status(token, skill, capability, tx, bound, at(now)),
+                            model.status(token, skill, capability, tx, bound, now),
+                            "{token} {skill} {capability} {tx:?} {bound:?}"
+                        );
+                    }
                 }
             }
         }
@@ -715,7 +771,10 @@ fn revocation_refuses_later_grants_and_later_statuses() {
     store.issue_grant(grant("g1")).unwrap();
     store.revoke_capability("s", "c").unwrap();
     let revoked = GrantStatus::Refused(GrantRefusal::Revoked);
-    assert_eq!(store.grant_status("g1", "s", "c", None, at(1)), revoked);
+    assert_eq!(
+        store.grant_status("g1", "s", "c", None, None, at(1)),
+        revoked
+    );
     assert!(matches!(
         store.issue_grant(grant("g2")),
         Err(StateError::CapabilityRevoked { .. })
@@ -725,6 +784,7 @@ fn revocation_refuses_later_grants_and_later_statuses() {
             token: "g1",
             transaction: None,
             renew: None,
+            bound: None,
         }),
         ..process(&[])
     };
@@ -737,10 +797,13 @@ fn revocation_refuses_later_grants_and_later_statuses() {
         Err(CommitRefusal::Revoked)
     );
     store.lift_capability("s", "c").unwrap();
-    assert_eq!(store.grant_status("g1", "s", "c", None, at(1)), revoked);
+    assert_eq!(
+        store.grant_status("g1", "s", "c", None, None, at(1)),
+        revoked
+    );
     store.issue_grant(grant("g3")).unwrap();
     assert_eq!(
-        store.grant_status("g3", "s", "c", None, at(1)),
+        store.grant_status("g3", "s", "c", None, None, at(1)),
         GrantStatus::Valid { revision: 9 }
     );
 }
@@ -831,6 +894,7 @@ fn hot_grant_is_used_at_most_n_times_under_contention() {
                             token: "g",
                             transaction: None,
                             renew: None,
+                            bound: None,
                         }),
                         ..process(&[])
                     };

@@ -31,8 +31,8 @@ use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
 };
 use crate::runtime::{
-    Authority, Commit, CommitRefusal, GrantRefusal, GrantStatus, GrantUse, RateCharge, RateSpec,
-    Revocation, StateStore,
+    Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
+    LifetimeBound, RateCharge, RateSpec, Revocation, StateStore,
 };
 use crate::span::Location;
 use crate::vm::json::JsonKind;
@@ -356,6 +356,7 @@ impl Engine {
                         &skill.name,
                         &capability.name,
                         input.transaction,
+                        lifetime_bound(skill, capability),
                         now,
                     ) {
                         GrantStatus::Valid { revision } => revision,
@@ -548,6 +549,7 @@ impl Engine {
                     token,
                     transaction: input.transaction,
                     renew,
+                    bound: lifetime_bound(skill, capability),
                 })
             }
             (LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. }, None) => {
@@ -784,6 +786,23 @@ fn allow(
         observed: None,
         reasons: Vec::new(),
     }
+}
+
+/// The lifetime of `capability` as it is now, which a grant issued under an older revision of
+/// `skill` must also satisfy (`None` for lifetimes without grants).
+fn lifetime_bound(skill: &CompiledSkill, capability: &CompiledCapability) -> Option<LifetimeBound> {
+    let lifetime = match capability.lifetime {
+        LifetimeSpec::Call(uses) => GrantLifetime::Calls(uses),
+        LifetimeSpec::WallClock {
+            duration,
+            renewable,
+        } => GrantLifetime::WallClock {
+            duration,
+            renewable,
+        },
+        LifetimeSpec::Transaction | LifetimeSpec::Process => return None,
+    };
+    Some(LifetimeBound::new(skill.revision, lifetime))
 }
 
 fn reason_for(capability: &CompiledCapability, constraint: ReasonKind, message: String) -> Reason {

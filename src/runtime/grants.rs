@@ -52,6 +52,39 @@ pub enum GrantLifetime {
     },
 }
 
+/// The lifetime of the capability in force, which a grant issued under another revision must
+/// satisfy as well as its own (SPEC §5.2: after a reload a grant is honoured only under the
+/// intersection of its old and its new capability, so a reload that narrows a lifetime narrows
+/// running grants too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifetimeBound {
+    /// The revision in force: a grant issued under it is held to its own lifetime only.
+    pub revision: u64,
+    /// `lifetime call N` in force: at most `N` uses, counted since the grant was issued.
+    pub uses: Option<u64>,
+    /// `lifetime wallClock D` in force: good only while `now < from + D`, where `from` is the
+    /// grant's issue, or its last renewal.
+    pub duration: Option<Duration>,
+}
+
+impl LifetimeBound {
+    /// The bound of a capability whose grants last `lifetime`, at `revision`.
+    pub fn new(revision: u64, lifetime: GrantLifetime) -> LifetimeBound {
+        match lifetime {
+            GrantLifetime::Calls(uses) => LifetimeBound {
+                revision,
+                uses: Some(uses),
+                duration: None,
+            },
+            GrantLifetime::WallClock { duration, .. } => LifetimeBound {
+                revision,
+                uses: None,
+                duration: Some(duration),
+            },
+        }
+    }
+}
+
 /// Whether a grant token may be used for a call now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GrantStatus {
@@ -134,6 +167,11 @@ struct Grant {
     transaction: Option<TransactionBinding>,
     revision: u64,
     uses: GrantUses,
+    /// Uses so far, whatever its lifetime: what a narrower `call N` after a reload counts.
+    used: u64,
+    /// When it was issued, or last renewed: where a narrower `wallClock D` after a reload
+    /// counts from.
+    valid_from: DateTime<Utc>,
     /// Revoked by token, or by its skill or capability while it existed; never un-revoked.
     revoked: bool,
 }
@@ -163,10 +201,10 @@ enum GrantUses {
 pub(crate) enum AuthorityUse<'a> {
     /// `process` and `transaction` lifetimes consume nothing here.
     Nothing,
-    /// Spend one use of this grant, after setting its expiry if renewed.
+    /// Spend one use of this grant, after renewing it (at, new expiry) if it is renewed.
     Grant {
         token: &'a str,
-        renewed_expiry: Option<DateTime<Utc>>,
+        renewal: Option<(DateTime<Utc>, DateTime<Utc>)>,
     },
 }
 
@@ -253,6 +291,8 @@ impl Registry {
                 transaction,
                 revision: grant.revision,
                 uses,
+                used: 0,
+                valid_from: grant.issued_at,
                 revoked: false,
             },
         );
@@ -265,6 +305,7 @@ impl Registry {
         skill: &str,
         capability: &str,
         transaction: Option<&str>,
+        bound: Option<LifetimeBound>,
         now: DateTime<Utc>,
     ) -> GrantStatus {
         let Some(grant) = self.grants.get(token) else {
@@ -285,7 +326,7 @@ impl Registry {
             }
         }
         let revision = grant.revision;
-        match grant.uses {
+        let own = match grant.uses {
             GrantUses::Calls { remaining: 0 } => GrantStatus::Refused(GrantRefusal::UsesExhausted),
             GrantUses::Calls { .. } => GrantStatus::Valid { revision },
             GrantUses::WallClock { expires_at, .. } if now < expires_at => {
@@ -297,6 +338,28 @@ impl Registry {
             GrantUses::WallClock {
                 renewable: false, ..
             } => GrantStatus::Refused(GrantRefusal::Expired),
+        };
+        // A grant pinned to another revision is also held to the lifetime in force.
+        let Some(bound) = bound.filter(|bound| bound.revision != revision) else {
+            return own;
+        };
+        if let GrantStatus::Refused(_) = own {
+            return own;
+        }
+        if bound.uses.is_some_and(|uses| grant.used >= uses) {
+            return GrantStatus::Refused(GrantRefusal::UsesExhausted);
+        }
+        // An expiry past the representable range never comes.
+        let expired = bound
+            .duration
+            .and_then(|duration| instant_after(grant.valid_from, duration))
+            .is_some_and(|expires_at| now >= expires_at);
+        match grant.uses {
+            GrantUses::WallClock {
+                renewable: true, ..
+            } if expired => GrantStatus::ExpiredRenewable { revision },
+            _ if expired => GrantStatus::Refused(GrantRefusal::Expired),
+            _ => own,
         }
     }
 
@@ -415,10 +478,11 @@ impl Registry {
                 token,
                 transaction,
                 renew,
-            }) => match self.grant_status(token, skill, capability, transaction, now) {
+                bound,
+            }) => match self.grant_status(token, skill, capability, transaction, bound, now) {
                 GrantStatus::Valid { .. } => Ok(AuthorityUse::Grant {
                     token,
-                    renewed_expiry: None,
+                    renewal: None,
                 }),
                 GrantStatus::ExpiredRenewable { .. } => {
                     // A renewal lasts the shorter of the current capability's duration and the
@@ -438,7 +502,7 @@ impl Registry {
                         .ok_or(CommitRefusal::Grant(GrantRefusal::Expired))?;
                     Ok(AuthorityUse::Grant {
                         token,
-                        renewed_expiry: Some(renewed_expiry),
+                        renewal: Some((now, renewed_expiry)),
                     })
                 }
                 GrantStatus::Refused(refusal) => Err(CommitRefusal::Grant(refusal)),
@@ -448,21 +512,19 @@ impl Registry {
 
     /// Applies what [`Registry::check_authority`] approved.
     pub(crate) fn spend(&mut self, authority: AuthorityUse<'_>) {
-        let AuthorityUse::Grant {
-            token,
-            renewed_expiry,
-        } = authority
-        else {
+        let AuthorityUse::Grant { token, renewal } = authority else {
             return;
         };
         let Some(grant) = self.grants.get_mut(token) else {
             return;
         };
+        grant.used = grant.used.saturating_add(1);
         match &mut grant.uses {
             GrantUses::Calls { remaining } => *remaining = remaining.saturating_sub(1),
             GrantUses::WallClock { expires_at, .. } => {
-                if let Some(renewed) = renewed_expiry {
+                if let Some((at, renewed)) = renewal {
                     *expires_at = renewed;
+                    grant.valid_from = at;
                 }
             }
         }
@@ -510,7 +572,7 @@ mod tests {
     }
 
     fn status(registry: &Registry, token: &str, now: i64) -> GrantStatus {
-        registry.grant_status(token, "s", "c", None, at(now))
+        registry.grant_status(token, "s", "c", None, None, at(now))
     }
 
     fn use_grant(registry: &mut Registry, token: &str, now: i64) -> Result<(), CommitRefusal> {
@@ -518,6 +580,7 @@ mod tests {
             token,
             transaction: None,
             renew: None,
+            bound: None,
         });
         let spent = registry.check_authority("s", "c", &authority, at(now))?;
         registry.spend(spent);
@@ -601,6 +664,7 @@ mod tests {
             token: "g",
             transaction: None,
             renew: Some(Duration::from_secs(5)),
+            bound: None,
         });
         let spent = registry.check_authority("s", "c", &renew, at(20)).unwrap();
         registry.spend(spent);
@@ -619,6 +683,7 @@ mod tests {
             token: "g",
             transaction: None,
             renew: Some(Duration::ZERO),
+            bound: None,
         });
         assert_eq!(
             registry.check_authority("s", "c", &renew, at(10)),
@@ -634,6 +699,7 @@ mod tests {
             token: "g",
             transaction: None,
             renew: Some(Duration::from_secs(100)),
+            bound: None,
         });
         let spent = registry.check_authority("s", "c", &renew, at(5)).unwrap();
         registry.spend(spent);
@@ -679,8 +745,14 @@ mod tests {
         let mut registry = Registry::default();
         registry.issue_grant(calls("g", 1)).unwrap();
         let other = GrantStatus::Refused(GrantRefusal::OtherCapability);
-        assert_eq!(registry.grant_status("g", "s", "d", None, at(0)), other);
-        assert_eq!(registry.grant_status("g", "t", "c", None, at(0)), other);
+        assert_eq!(
+            registry.grant_status("g", "s", "d", None, None, at(0)),
+            other
+        );
+        assert_eq!(
+            registry.grant_status("g", "t", "c", None, None, at(0)),
+            other
+        );
     }
 
     #[test]
@@ -703,17 +775,20 @@ mod tests {
         let mismatch = GrantStatus::Refused(GrantRefusal::TransactionMismatch);
         let ended = GrantStatus::Refused(GrantRefusal::TransactionEnded);
         assert_eq!(
-            registry.grant_status("g", "s", "c", Some("t"), at(0)),
+            registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             valid
         );
-        assert_eq!(registry.grant_status("g", "s", "c", None, at(0)), mismatch);
         assert_eq!(
-            registry.grant_status("g", "s", "c", Some("u"), at(0)),
+            registry.grant_status("g", "s", "c", None, None, at(0)),
+            mismatch
+        );
+        assert_eq!(
+            registry.grant_status("g", "s", "c", Some("u"), None, at(0)),
             mismatch
         );
         registry.end_transaction("t").unwrap();
         assert_eq!(
-            registry.grant_status("g", "s", "c", Some("t"), at(0)),
+            registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             ended
         );
     }
@@ -731,7 +806,7 @@ mod tests {
         registry.begin_transaction("t").unwrap();
         let ended = GrantStatus::Refused(GrantRefusal::TransactionEnded);
         assert_eq!(
-            registry.grant_status("g", "s", "c", Some("t"), at(0)),
+            registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             ended
         );
     }
@@ -755,7 +830,7 @@ mod tests {
         registry.issue_grant(calls("g", 1)).unwrap();
         let valid = GrantStatus::Valid { revision: 7 };
         assert_eq!(
-            registry.grant_status("g", "s", "c", Some("t"), at(0)),
+            registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             valid
         );
     }

@@ -24,7 +24,9 @@ mod store;
 
 pub use clock::{Clock, ClockOutOfRange, SimulatedClock, SystemClock};
 pub use error::StateError;
-pub use grants::{GrantLifetime, GrantRefusal, GrantStatus, NewGrant, RefusalReason};
+pub use grants::{
+    GrantLifetime, GrantRefusal, GrantStatus, LifetimeBound, NewGrant, RefusalReason,
+};
 pub use rate::{MAX_WINDOW_COUNT, RateSpec};
 pub use store::{
     Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, Revocation, SHARD_COUNT,

@@ -33,7 +33,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::error::StateError;
-use super::grants::{GrantRefusal, GrantStatus, NewGrant, RefusalReason, Registry};
+use super::grants::{GrantRefusal, GrantStatus, LifetimeBound, NewGrant, RefusalReason, Registry};
 use super::rate::{RateSpec, epoch_nanos};
 use super::shard::{Admitted, RateShard};
 
@@ -65,13 +65,17 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     fn issue_grant(&self, grant: NewGrant) -> Result<(), StateError>;
 
     /// Whether `token` may be used now for a call to `skill`/`capability` made in `transaction`;
-    /// read-only.
+    /// read-only. A grant issued under a revision other than `bound.revision` must satisfy
+    /// `bound` too: at most `bound.uses` uses since issue, and (counted from its issue or last
+    /// renewal) no longer than `bound.duration`; past that duration a renewable grant is
+    /// [`GrantStatus::ExpiredRenewable`], any other refused as expired.
     fn grant_status(
         &self,
         token: &str,
         skill: &str,
         capability: &str,
         transaction: Option<&str>,
+        bound: Option<LifetimeBound>,
         now: DateTime<Utc>,
     ) -> GrantStatus;
 
@@ -176,6 +180,9 @@ pub struct GrantUse<'a> {
     /// using it. The engine sets this only if the capability still exists in the current policy;
     /// it is ignored for a grant that has not expired.
     pub renew: Option<Duration>,
+    /// The lifetime of the capability in force, which a grant issued under another revision
+    /// must also satisfy ([`StateStore::grant_status`]).
+    pub bound: Option<LifetimeBound>,
 }
 
 /// One rate-limit slot to take.
@@ -470,10 +477,11 @@ impl StateStore for InMemoryStore {
         skill: &str,
         capability: &str,
         transaction: Option<&str>,
+        bound: Option<LifetimeBound>,
         now: DateTime<Utc>,
     ) -> GrantStatus {
         self.read_registry()
-            .grant_status(token, skill, capability, transaction, now)
+            .grant_status(token, skill, capability, transaction, bound, now)
     }
 
     fn revoke_grant(&self, token: &str) -> Result<(), StateError> {
@@ -703,6 +711,7 @@ mod tests {
                 token,
                 transaction: None,
                 renew: None,
+                bound: None,
             }),
             ..process_commit(rates)
         }
@@ -806,7 +815,7 @@ mod tests {
             Err(CommitRefusal::RateLimited { charge: 0 })
         );
         let valid = GrantStatus::Valid { revision: 1 };
-        assert_eq!(store.grant_status("g", "s", "c", None, at(0)), valid);
+        assert_eq!(store.grant_status("g", "s", "c", None, None, at(0)), valid);
     }
 
     #[test]
