@@ -95,7 +95,10 @@ pub struct LineResult {
 fn error_line(number: usize, message: String) -> LineResult {
     let quoted = serde_json::to_string(&message).unwrap_or_else(|_| "\"\"".to_owned());
     LineResult {
-        text: format!("line {number}: error: {message}\n"),
+        text: format!(
+            "line {number}: error: {}\n",
+            crate::value::escape_controls(&message)
+        ),
         json: format!(r#"{{"line":{number},"error":{quoted}}}"#),
         output: json!({ "line": number, "error": message }),
         failed_expectation: false,

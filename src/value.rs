@@ -8,6 +8,7 @@
 //!
 //! This module depends on nothing else in the crate.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -383,21 +384,51 @@ pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Resul
     Ok(())
 }
 
-/// Cuts a string to at most `max` characters, appending `…` when cut.
+/// Cuts a string to at most `max` characters, appending `…` when cut, with its control
+/// characters written as escapes ([`escape_controls`]): the form in which request text is quoted
+/// in messages.
 pub fn truncate_str(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or(text)),
-        None => text.to_owned(),
+    let kept = match text.char_indices().nth(max) {
+        Some((cut, _)) => text.get(..cut).unwrap_or(text),
+        None => text,
+    };
+    let mut out = escape_controls(kept).into_owned();
+    if kept.len() < text.len() {
+        out.push('…');
     }
+    out
 }
 
-/// [`truncate_str`] in place.
-fn truncate_owned(mut text: String, max: usize) -> String {
-    if let Some((cut, _)) = text.char_indices().nth(max) {
-        text.truncate(cut);
-        text.push('…');
+/// `text` with every control character (C0, DEL, C1) and the line and paragraph separators
+/// U+2028/U+2029 written as escapes — `\n`, `\r`, `\t`, else `\u{1b}` — so that untrusted
+/// text in a message or a line of text output can neither start a line of its own (a forged
+/// verdict in `--format text`, say) nor drive a terminal. Borrowed when there is nothing to
+/// escape.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let special = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !text.chars().any(special) {
+        return Cow::Borrowed(text);
     }
-    text
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if special(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`truncate_str`] of an owned string (returned as it is when nothing is cut or escaped).
+fn truncate_owned(text: String, max: usize) -> String {
+    let cut = text.char_indices().nth(max).is_some();
+    if !cut && matches!(escape_controls(&text), Cow::Borrowed(_)) {
+        return text;
+    }
+    truncate_str(&text, max)
 }
 
 #[cfg(test)]
@@ -405,6 +436,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn control_characters_in_quoted_text_are_escaped() {
+        assert!(matches!(
+            escape_controls("plain `text` é"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_controls("a\nb\rc\td\u{1b}[2K\u{7f}\u{85}\u{9b}\u{2028}\u{2029}\\"),
+            "a\\nb\\rc\\td\\u{1b}[2K\\u{7f}\\u{85}\\u{9b}\\u{2028}\\u{2029}\\"
+        );
+        // Cut first, then escaped: the limit counts the text's own characters.
+        assert_eq!(truncate_str("ab\ncd", 3), "ab\\n…");
+        assert_eq!(string_for_message("x\u{7f}", 10), "\"x\\u{7f}\"");
+    }
 
     proptest! {
         #[test]

@@ -742,13 +742,9 @@ impl<'a> Iterator for SplitByte<'a> {
     }
 }
 
-/// Quotes user input in messages, truncated to 64 characters.
+/// Quotes user input in messages: truncated to 64 characters, control characters escaped.
 pub(crate) fn quote(text: &str) -> String {
-    const MAX: usize = 64;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", text.get(..cut).unwrap_or(text)),
-        None => text.to_owned(),
-    }
+    crate::value::truncate_str(text, 64)
 }
 
 /// Percent-decoding of path segments and query components, shared by templates and requests.

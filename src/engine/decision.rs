@@ -209,24 +209,26 @@ impl Decision {
             None => decision.decision.to_string(),
         };
         out.push_str(&verdict);
-        out.push_str(&format!(" — skill `{}`", decision.skill));
+        // The skill and grant come from the request: escaped, so they cannot start a line.
+        let printable = crate::value::escape_controls;
+        out.push_str(&format!(" — skill `{}`", printable(&decision.skill)));
         if let Some(capability) = &decision.capability {
-            out.push_str(&format!(", capability `{capability}`"));
+            out.push_str(&format!(", capability `{}`", printable(capability)));
         }
         if let Some(grant) = &decision.grant {
-            out.push_str(&format!(", grant `{grant}`"));
+            out.push_str(&format!(", grant `{}`", printable(grant)));
         }
         out.push('\n');
         for reason in &decision.reasons {
             out.push_str("  ");
             if let Some(capability) = &reason.capability {
-                out.push_str(&format!("[{capability}] "));
+                out.push_str(&format!("[{}] ", printable(capability)));
             }
             out.push_str(reason.constraint.as_str());
             if let Some(path) = &reason.path {
                 out.push_str(&format!(" {path}"));
             }
-            out.push_str(&format!(": {}", reason.message));
+            out.push_str(&format!(": {}", printable(&reason.message)));
             if let Some(source) = &reason.source {
                 out.push_str(&format!("\n      at {source}"));
             }
