@@ -827,3 +827,41 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
     );
     assert!(!result.json.contains("column"), "{}", result.json);
 }
+
+/// Found in review: `uniqueItems` charged one step per pair however large the items, so a
+/// 1 MiB request of 2,800 arrays of 181 numbers was compared pair by pair for 25 s (from bytes)
+/// before it was allowed. The pairs' worst case is now charged before comparing: 300 such arrays
+/// (8.2 M steps against a budget of 4.2 M) are refused at once, alike from bytes and pre-parsed.
+#[test]
+fn regression_unique_items_over_large_items_runs_out_of_steps_before_comparing() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    payloadSchema {"properties": {"tags": {"type": "array", "uniqueItems": true}}}
+  }
+}"#,
+    );
+    let tags: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            let mut item = vec![json!(0); 180];
+            item.push(json!(i));
+            json!(item)
+        })
+        .collect();
+    let call =
+        json!({"skill": "s", "operation": "call", "resource": "tool:t", "payload": {"tags": tags}});
+    let from_bytes = engine.check_slice(&serde_json::to_vec(&call).unwrap());
+    let pre_parsed = engine.check_value(call);
+    for decision in [&from_bytes, &pre_parsed] {
+        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+        assert!(
+            decision.reasons[0].message.contains("steps"),
+            "{decision:?}"
+        );
+    }
+    assert_eq!(from_bytes.reasons, pre_parsed.reasons);
+}

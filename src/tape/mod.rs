@@ -414,6 +414,27 @@ impl<'t> NodeRef<'t> {
         self.doc.bytes.get(start..end).unwrap_or_default()
     }
 
+    /// What reading the value whole costs, in units of work: one per node of its subtree (keys
+    /// included), plus one per `bytes_per_step` bytes of each string and key (decoded) and of
+    /// each number's text. The same as a `serde_json::Value` of it weighs (`vm::Json::weight`),
+    /// but for numbers of `bytes_per_step` digits or more, which a `Value` holds parsed.
+    pub fn weight(self, bytes_per_step: u64) -> u64 {
+        let (start, end) = (usize_from(self.index), usize_from(self.node().next));
+        let nodes = self.doc.nodes.get(start..end).unwrap_or_default();
+        let per_step = bytes_per_step.max(1);
+        nodes.iter().fold(0, |sum: u64, node| {
+            let bytes = match node.kind {
+                Kind::String if node.escaped() => {
+                    DecodedBytes::new(node.body(self.doc.bytes)).count()
+                }
+                Kind::String | Kind::Number => usize_from(node.end.saturating_sub(node.start)),
+                _ => 0,
+            };
+            let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+            sum.saturating_add(1).saturating_add(bytes / per_step)
+        })
+    }
+
     /// The number of elements (array) or members (object); 0 for scalars.
     pub fn len(self) -> usize {
         usize_from(self.node().len)

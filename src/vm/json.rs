@@ -87,6 +87,11 @@ pub trait Json<'r>: Copy + Debug + 'r {
     fn index(self, position: usize) -> Option<Self>;
     /// The number of elements of an array or members of an object; 0 for anything else.
     fn len(self) -> usize;
+    /// What reading this value whole costs, in schema steps (an upper bound on comparing it with
+    /// another): one per value and key inside it (itself included), plus one per
+    /// [`BYTES_PER_STEP`] bytes of its strings and keys, decoded — alike for a `Value` and a tape,
+    /// but that a tape also counts a number's text (a `Value` holds numbers parsed).
+    fn weight(self) -> u64;
     /// An array's elements in order; nothing for anything else.
     fn elements(self) -> Self::Elements;
     /// An object's members, names decoded; nothing for anything else. A `Value` object yields
@@ -204,6 +209,10 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 }
 
+/// Text that costs one schema step per this many bytes, where work grows with its length
+/// ([`Json::weight`], and `pattern` and `format` in the schema evaluator).
+pub(crate) const BYTES_PER_STEP: u64 = 64;
+
 /// Objects of at most this many members are searched by walking their entries ([`member`]).
 const LINEAR_LOOKUP_MEMBERS: usize = 16;
 
@@ -234,6 +243,24 @@ fn member<'r>(map: &'r serde_json::Map<String, Value>, key: &str) -> Option<&'r 
     map.iter()
         .find(|(name, _)| name.len() == key.len() && bytes_eq(name.as_bytes(), key.as_bytes()))
         .map(|(_, value)| value)
+}
+
+/// [`Json::weight`] of a `Value`: its nodes, and its strings and keys by the byte. Recursive: a
+/// request's values are nested at most `max_payload_depth` deep (checked when it is read), and a
+/// schema's constants at most the compiler's depth.
+fn value_weight(value: &Value) -> u64 {
+    let text = |s: &str| u64::try_from(s.len()).unwrap_or(u64::MAX) / BYTES_PER_STEP;
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 1,
+        Value::String(s) => 1 + text(s),
+        Value::Array(items) => items
+            .iter()
+            .fold(1, |sum: u64, item| sum.saturating_add(value_weight(item))),
+        Value::Object(map) => map.iter().fold(1, |sum: u64, (key, item)| {
+            sum.saturating_add(1 + text(key))
+                .saturating_add(value_weight(item))
+        }),
+    }
 }
 
 fn numbers_equal(a: Option<Number>, b: Option<Number>) -> bool {
@@ -291,6 +318,10 @@ impl<'r> Json<'r> for &'r Value {
             Value::Object(map) => map.len(),
             _ => 0,
         }
+    }
+
+    fn weight(self) -> u64 {
+        value_weight(self)
     }
 
     #[inline]
@@ -391,6 +422,10 @@ impl<'r> Json<'r> for NodeRef<'r> {
     #[inline]
     fn len(self) -> usize {
         NodeRef::len(self)
+    }
+
+    fn weight(self) -> u64 {
+        NodeRef::weight(self, BYTES_PER_STEP)
     }
 
     #[inline]

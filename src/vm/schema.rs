@@ -18,7 +18,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::json::{Json, JsonKind};
+use super::json::{BYTES_PER_STEP, Json, JsonKind};
 
 use crate::bytecode::schema::{
     Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
@@ -168,6 +168,14 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
         match self {
             Instance::Value(v) => v.equals_value(expected),
             Instance::Name(s) => expected.as_str() == Some(s),
+        }
+    }
+
+    /// The steps reading the instance as a number costs beyond one (a tape number's long text).
+    fn number_weight(self) -> u64 {
+        match self {
+            Instance::Value(v) if v.kind() == JsonKind::Number => v.weight().saturating_sub(1),
+            _ => 0,
         }
     }
 
@@ -343,13 +351,25 @@ macro_rules! require {
     };
 }
 
+/// The steps reading `text` costs beyond one: one per [`BYTES_PER_STEP`] bytes.
+fn text_steps(text: &str) -> u64 {
+    u64::try_from(text.len()).unwrap_or(u64::MAX) / BYTES_PER_STEP
+}
+
 fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 { one } else { many }
 }
 
 impl<R: Report> Eval<'_, R> {
     fn step(&mut self) -> Result<(), Abort> {
-        self.steps_left = self.steps_left.checked_sub(1).ok_or(Abort::Steps)?;
+        self.charge(1)
+    }
+
+    /// Spends `steps` steps: work that grows with the instance (text scanned, items compared)
+    /// costs in proportion, so the budget bounds the time a decision takes, not only the number
+    /// of schema nodes it visits.
+    fn charge(&mut self, steps: u64) -> Result<(), Abort> {
+        self.steps_left = self.steps_left.checked_sub(steps).ok_or(Abort::Steps)?;
         Ok(())
     }
 
@@ -453,6 +473,11 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if let Some(values) = &schema.enum_values {
+            // A comparison reads at most the constant (or a tape number's text).
+            let weights = values
+                .iter()
+                .fold(0, |sum: u64, v| sum.saturating_add(v.weight()));
+            self.charge(weights.saturating_add(instance.number_weight()))?;
             ensure!(
                 self,
                 instance.equals_any(values),
@@ -463,6 +488,7 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if let Some(expected) = &schema.const_value {
+            self.charge(expected.weight().saturating_add(instance.number_weight()))?;
             ensure!(
                 self,
                 instance.equals(expected),
@@ -477,6 +503,8 @@ impl<R: Report> Eval<'_, R> {
         if let Instance::Value(value) = instance {
             match value.kind() {
                 JsonKind::Number if shape.numbers => {
+                    // A tape reads a number from its text.
+                    self.charge(value.weight().saturating_sub(1))?;
                     if let Some(n) = value.as_number() {
                         require!(self.number(schema, &n));
                     }
@@ -542,6 +570,8 @@ impl<R: Report> Eval<'_, R> {
     }
 
     fn string(&mut self, schema: &SchemaObject, text: &str) -> Outcome {
+        // Lengths, `pattern` and `format` read the whole text.
+        self.charge(text_steps(text))?;
         // Counted again only on a failure, to say which bound it broke.
         if !length_within(text, schema.min_length, schema.max_length) {
             let length = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
@@ -576,6 +606,7 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if let Some(format) = schema.format {
+            self.step()?;
             ensure!(
                 self,
                 is_valid_format(format, text),
@@ -609,9 +640,16 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if schema.unique_items {
+            // Every pair may be compared, and a comparison reads at most the lighter item: half
+            // the items' weight once per other item bounds them all, charged before the first
+            // (for items that are scalars, one step a pair). A large array of large items runs
+            // out of steps at once instead of comparing for seconds.
+            let weight = items
+                .elements()
+                .fold(0, |sum: u64, item| sum.saturating_add(item.weight()));
+            self.charge(weight.saturating_mul(count.saturating_sub(1)).div_ceil(2))?;
             for (i, a) in items.elements().enumerate() {
                 for (j, b) in items.elements().enumerate().skip(i + 1) {
-                    self.step()?;
                     ensure!(
                         self,
                         !a.json_eq(b),
@@ -798,7 +836,7 @@ impl<R: Report> Eval<'_, R> {
             require!(self.descend("properties", id, Step::Key(name), value, depth));
         }
         for (pattern, id) in &schema.pattern_properties {
-            self.step()?;
+            self.charge(1 + text_steps(name))?;
             if pattern.regex.is_match(name) {
                 matched = true;
                 require!(self.descend("patternProperties", *id, Step::Key(name), value, depth));

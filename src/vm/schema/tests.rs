@@ -754,3 +754,89 @@ fn a_depth_abort_in_one_member_outranks_a_failure_in_another() {
         }
     }
 }
+
+/// Whether `instance` is valid under `program`, asserting that its JSON text on a tape says the
+/// same (the charges below are alike for both).
+fn valid_on_both(program: &SchemaProgram, instance: &Value) -> bool {
+    let text = serde_json::to_vec(instance).unwrap();
+    let mut tape = crate::tape::Tape::new();
+    let doc = tape.parse(&text, 256).unwrap();
+    let answer = is_valid(program, instance);
+    assert_eq!(is_valid(program, doc.root()), answer, "{instance}");
+    answer
+}
+
+/// Found in review: the step budget counted schema nodes, not work. A `pattern` cost one step
+/// on a 256 KiB string, so 21 levels of `allOf` doubling through `$ref` ran for minutes; a
+/// `uniqueItems` pair cost one step however large its items, so 2,800 arrays of 181 numbers
+/// took 25 s. Text now costs a step per `BYTES_PER_STEP` bytes, constants by their weight, and
+/// `uniqueItems` its worst case up front.
+#[test]
+fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
+    let bytes_per_step = usize::try_from(BYTES_PER_STEP).unwrap();
+    let text = |steps: usize| Value::String("a".repeat(steps * bytes_per_step));
+    for schema in [
+        json!({"pattern": "^a*$"}),
+        json!({"format": "email"}),
+        json!({"maxLength": 1_000_000}),
+        json!({"propertyNames": {"pattern": "^a*$"}}),
+    ] {
+        let program = program(schema.clone()).with_limits(64, 100);
+        let (short, long) = if schema.get("propertyNames").is_some() {
+            let object = |steps| json!({ text(steps).as_str().unwrap(): 1 });
+            (object(50), object(200))
+        } else {
+            (text(50), text(200))
+        };
+        let short_answer = valid_on_both(&program, &short);
+        assert!(!valid_on_both(&program, &long), "{schema}");
+        assert_eq!(
+            first_violation(&program, &long).unwrap().keyword,
+            "limits",
+            "{schema}"
+        );
+        if schema.get("format").is_none() {
+            assert!(short_answer, "{schema}");
+        }
+    }
+    // A constant costs its weight (one per value, one per BYTES_PER_STEP bytes of text).
+    let big = Value::Array(vec![json!(0); 200]);
+    let program = program(json!({"const": big})).with_limits(64, 100);
+    assert!(!valid_on_both(&program, &json!([1])));
+    assert_eq!(
+        first_violation(&program, &json!([1])).unwrap().keyword,
+        "limits"
+    );
+    let program = program_of(json!({"enum": [big, 1]}), 1000);
+    assert!(valid_on_both(&program, &json!(1)));
+    // `uniqueItems`: half the items' weight once per other item, before comparing.
+    let items = |n: usize| {
+        Value::Array(
+            (0..n)
+                .map(|i| {
+                    let mut item = vec![json!(0); 20];
+                    item.push(json!(i));
+                    Value::Array(item)
+                })
+                .collect(),
+        )
+    };
+    // 20 items of weight 22: 440 × 19 / 2 = 4,180 steps.
+    let schema = json!({"uniqueItems": true});
+    assert!(valid_on_both(
+        &program_of(schema.clone(), 4_300),
+        &items(20)
+    ));
+    assert!(!valid_on_both(
+        &program_of(schema.clone(), 4_100),
+        &items(20)
+    ));
+    // Scalars cost one step a pair, as before.
+    let scalars = Value::Array((0..100).map(|i| json!(i)).collect());
+    assert!(valid_on_both(&program_of(schema.clone(), 4_960), &scalars));
+    assert!(!valid_on_both(&program_of(schema, 4_940), &scalars));
+}
+
+fn program_of(schema: Value, steps: u64) -> SchemaProgram {
+    program(schema).with_limits(64, steps)
+}
