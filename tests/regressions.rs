@@ -865,3 +865,29 @@ fn regression_unique_items_over_large_items_runs_out_of_steps_before_comparing()
     }
     assert_eq!(from_bytes.reasons, pre_parsed.reasons);
 }
+
+/// Found in review: a live engine (system clock) skipped parsing `time`, so
+/// `"time": "noon"` was allowed by a gateway while `capgate check` and replay refused it. It is
+/// now refused with `input` everywhere, and a valid one is still never honoured live.
+#[test]
+fn regression_a_live_engine_refuses_a_time_that_is_not_a_timestamp() {
+    let mut loader = PolicyLoader::default();
+    loader.add_text(
+        "regression.cap",
+        lifetime_policy("process"),
+        PolicyFormat::Cap,
+        None,
+    );
+    let engine = Engine::builder(loader.finish().unwrap()).build();
+    let call = br#"{"skill":"s","operation":"call","resource":"tool:t","time":"noon"}"#;
+    for decision in [
+        engine.check_slice(call),
+        engine.check_value(serde_json::from_slice(call).unwrap()),
+    ] {
+        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+        assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+    }
+    let call =
+        br#"{"skill":"s","operation":"call","resource":"tool:t","time":"1999-01-01T00:00:00Z"}"#;
+    assert_eq!(engine.check_slice(call).decision, Verdict::Allow);
+}

@@ -112,22 +112,26 @@ impl Engine {
             .unwrap_or_else(|| self.clock.now()))
     }
 
-    /// The request's `time` when the clock is simulated (`None`: read the engine's clock).
+    /// The request's `time` when the clock is simulated (`None`: read the engine's clock). A
+    /// `time` that is not an RFC 3339 timestamp is refused on every engine, live ones included,
+    /// so the same request is refused alike by `capgate check`, replay and a gateway
+    /// (regression: a live engine allowed it).
     #[inline]
     fn request_time<'r, J: Json<'r>>(
         &self,
         request: &RequestView<'r, J>,
     ) -> Result<Option<DateTime<Utc>>, Reason> {
-        match (&request.time, self.clock.is_simulated()) {
-            (Some(time), true) => crate::vm::parse_timestamp(time).map(Some).ok_or_else(|| {
-                Reason::request(
-                    ReasonKind::Input,
-                    format!("`time` {} is not an RFC 3339 timestamp", quote(time)),
-                )
-            }),
-            // A live engine never trusts a request's clock.
-            _ => Ok(None),
-        }
+        let Some(time) = &request.time else {
+            return Ok(None);
+        };
+        let parsed = crate::vm::parse_timestamp(time).ok_or_else(|| {
+            Reason::request(
+                ReasonKind::Input,
+                format!("`time` {} is not an RFC 3339 timestamp", quote(time)),
+            )
+        })?;
+        // A live engine never trusts a request's clock.
+        Ok(self.clock.is_simulated().then_some(parsed))
     }
 
     /// What the programs of one candidate read: the request, borrowed, with its bindings.
