@@ -322,6 +322,44 @@ fn regression_request_text_cannot_forge_a_line_of_text_output() {
     assert!(!text.lines().any(|line| line.starts_with("y")), "{text}");
 }
 
+/// Found in review: `check --audit` returned before opening its audit file when the request
+/// did not parse, so a refused request (an unknown field, duplicate keys, too many bytes) left no
+/// record; and a request the engine refuses as input (`agent` not an object, a malformed `time`)
+/// exited 1 where the parser's refusals exit 2 (SPEC §8: 2 is an input error).
+#[test]
+fn regression_check_audits_input_refusals_and_exits_2_for_them() {
+    let (dir, policy) = setup();
+    let audit = dir.join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap();
+    let requests = [
+        r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/1","extra":1}"#,
+        r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/1","payload":{"a":1,"a":2}}"#,
+        r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/1","agent":5}"#,
+        r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/1","time":"noon"}"#,
+    ];
+    for (i, request) in requests.iter().enumerate() {
+        let output = run(&["check", "-p", &policy, "--audit", audit_arg], request);
+        assert_eq!(
+            code(&output),
+            2,
+            "{request}: {}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        let records = std::fs::read_to_string(&audit).unwrap_or_default();
+        assert_eq!(records.lines().count(), i + 1, "{request}: {records}");
+        let last: Value = serde_json::from_str(records.lines().last().unwrap()).unwrap();
+        assert_eq!(last["decision"], "deny", "{last}");
+        assert_eq!(last["reasons"][0]["constraint"], "input", "{last}");
+    }
+    // A deny by the policy still exits 1.
+    let output = run(
+        &["check", "-p", &policy],
+        r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/9"}"#,
+    );
+    assert_eq!(code(&output), 1, "{}", stdout(&output));
+}
+
 // ------------------------------------------------------------------------------------------------
 // check: the clock
 // ------------------------------------------------------------------------------------------------

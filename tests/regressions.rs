@@ -891,3 +891,43 @@ fn regression_a_live_engine_refuses_a_time_that_is_not_a_timestamp() {
         br#"{"skill":"s","operation":"call","resource":"tool:t","time":"1999-01-01T00:00:00Z"}"#;
     assert_eq!(engine.check_slice(call).decision, Verdict::Allow);
 }
+
+/// Found in review: an input refusal's audit record said `"operation": ""` and
+/// `"resource": ""` whatever the request carried, and a request refused for a duplicate member
+/// (a smuggled second `amount`, say) was named `"skill": ""` in the decision and the record:
+/// the strict parser used to name it refused it too. It is now read leniently for naming.
+#[test]
+fn regression_an_input_refusal_names_the_requests_skill_operation_and_resource() {
+    #[derive(Debug, Default)]
+    struct Records(std::sync::Mutex<Vec<serde_json::Value>>);
+    impl capgate::AuditSink for Records {
+        fn record(&self, record: &capgate::AuditRecord<'_>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(serde_json::to_value(record).unwrap());
+        }
+    }
+    let records = Arc::new(Records::default());
+    let engine = Engine::builder(loaded(&lifetime_policy("process")))
+        .audit(records.clone())
+        .build();
+    let duplicate =
+        br#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"a":1,"a":2}}"#;
+    let unknown = br#"{"skill":"s","operation":"call","resource":"tool:t","x":1}"#;
+    for bytes in [&duplicate[..], &unknown[..]] {
+        let decision = engine.check_slice(bytes);
+        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(&*decision.skill, "s", "{decision:?}");
+    }
+    let decision = engine.check_value(serde_json::from_slice(unknown).unwrap());
+    assert_eq!(&*decision.skill, "s", "{decision:?}");
+    let records = records.0.lock().unwrap();
+    assert_eq!(records.len(), 3);
+    for record in records.iter() {
+        assert_eq!(record["skill"], "s", "{record}");
+        assert_eq!(record["operation"], "call", "{record}");
+        assert_eq!(record["resource"], "tool:t", "{record}");
+        assert_eq!(record["reasons"][0]["constraint"], "input", "{record}");
+    }
+}

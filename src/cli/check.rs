@@ -56,44 +56,57 @@ pub fn run(args: CheckArgs) -> u8 {
             }
         },
     };
-    // A request that cannot be read or breaks a limit is an input error for the CLI (exit 2,
-    // message on stderr); the library's `check_slice` denies the same with reason `input`.
-    let request = match Request::from_slice(&bytes, &limits) {
-        Ok(request) => request,
-        Err(e) => {
-            eprintln!("error: {e}");
+    // `--now` is the caller's: a bad one is a usage error, before anything is decided.
+    let now = match args
+        .now
+        .as_deref()
+        .map(|text| (text, parse_timestamp(text)))
+    {
+        Some((_, Some(now))) => Some(now),
+        Some((text, None)) => {
+            eprintln!("error: `{text}` is not an RFC 3339 timestamp");
             return EXIT_INPUT;
         }
-    };
-    let request_time = request.time.as_deref();
-    let now = match args.now.as_deref().or(request_time) {
-        Some(text) => match parse_timestamp(text) {
-            Some(now) => Some(now),
-            None => {
-                eprintln!("error: `{text}` is not an RFC 3339 timestamp");
-                return EXIT_INPUT;
-            }
-        },
         None => None,
     };
-    let mut builder = Engine::builder(policy).limits(limits);
-    if let Some(now) = now {
-        builder = builder.clock(Arc::new(SimulatedClock::new(now)));
-    }
     let audit = match args.audit.as_deref().map(AuditFile::open).transpose() {
         Ok(audit) => audit,
         Err(code) => return code,
     };
-    if let Some(audit) = &audit {
-        builder = builder.audit(audit.sink());
-    }
-    let engine = builder.build();
-    let mut request = request;
+    let engine = |now| {
+        let mut builder = Engine::builder(policy.clone()).limits(limits);
+        if let Some(now) = now {
+            builder = builder.clock(Arc::new(SimulatedClock::new(now)));
+        }
+        if let Some(audit) = &audit {
+            builder = builder.audit(audit.sink());
+        }
+        builder.build()
+    };
+    // A request that cannot be read or breaks a limit is an input error for the CLI (exit 2,
+    // message on stderr); the library's `check_slice` denies the same with reason `input`, and
+    // that refusal is what the audit trail records (regression: it recorded nothing).
+    let mut request = match Request::from_slice(&bytes, &limits) {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("error: {e}");
+            if audit.is_some() {
+                let _refusal = engine(now).check_slice(&bytes);
+            }
+            return match audit.as_ref().map(AuditFile::check_written) {
+                Some(Err(code)) => code,
+                _ => EXIT_INPUT,
+            };
+        }
+    };
+    // The clock: `--now`, else the request's own `time` (a malformed one is refused by the
+    // engine with reason `input`), else the system clock.
+    let now = now.or_else(|| request.time.as_deref().and_then(parse_timestamp));
     if args.now.is_some() {
         // `--now` wins over the request's own `time`.
         request.time = None;
     }
-    let decision = engine.check(&request);
+    let decision = engine(now).check(&request);
     match args.format {
         Format::Text => out!("{}", decision_text(&decision)),
         Format::Json => match serde_json::to_string(&decision) {

@@ -1,17 +1,29 @@
 //! Printing decisions for people and for programs.
 
-use capgate::{Decision, Verdict};
+use capgate::{Decision, ReasonKind, Verdict};
 
 /// One decision as text.
 pub fn decision_text(decision: &Decision) -> String {
     decision.to_text()
 }
 
-/// The exit code for a decision.
+/// The exit code for a decision: a deny whose only reasons are request-level `input` ones (a
+/// malformed `agent`, `context`, `autonomy` or `time`, a limit broken) is an input error (2),
+/// like a request the parser refused (regression: those exited 1).
 pub fn exit_code(decision: &Decision) -> u8 {
     match decision.decision {
         Verdict::Allow => super::EXIT_OK,
+        Verdict::Deny if is_input_refusal(decision) => super::EXIT_INPUT,
         Verdict::Deny => super::EXIT_DENY,
         Verdict::ApprovalRequired => super::EXIT_APPROVAL,
     }
+}
+
+/// Whether every reason of a deny is about the request's input rather than a policy.
+fn is_input_refusal(decision: &Decision) -> bool {
+    !decision.reasons.is_empty()
+        && decision
+            .reasons
+            .iter()
+            .all(|reason| reason.capability.is_none() && reason.constraint == ReasonKind::Input)
 }

@@ -225,12 +225,34 @@ impl EngineBuilder {
     }
 }
 
-/// The `skill` a refused request names, for its deny (`""` when it names none).
-fn skill_named(value: &serde_json::Value) -> Arc<str> {
-    value
-        .get("skill")
-        .and_then(|s| s.as_str())
-        .map_or_else(|| Arc::from(""), Arc::from)
+/// What a refused request names — its `skill`, `operation` and `resource`, each `""` when it
+/// names none — for its deny and audit record. Untrusted text, never used to decide.
+#[derive(Debug, Clone, Default)]
+struct Named {
+    skill: Arc<str>,
+    operation: String,
+    resource: String,
+}
+
+impl Named {
+    /// What `value` names.
+    fn from_value(value: &serde_json::Value) -> Named {
+        let text = |name: &str| value.get(name).and_then(|s| s.as_str()).unwrap_or("");
+        Named {
+            skill: Arc::from(text("skill")),
+            operation: text("operation").to_owned(),
+            resource: text("resource").to_owned(),
+        }
+    }
+
+    /// What `bytes` name, read leniently (a duplicate member, the usual reason for a refusal,
+    /// does not stop it: the last one is read, as most parsers would); nothing when they are
+    /// not JSON at all.
+    fn from_slice(bytes: &[u8]) -> Named {
+        serde_json::from_slice::<serde_json::Value>(bytes)
+            .map(|value| Named::from_value(&value))
+            .unwrap_or_default()
+    }
 }
 
 /// Every engine's identity, for the per-thread policy snapshots.
@@ -667,14 +689,16 @@ impl Engine {
         match Request::from_slice(bytes, &self.limits) {
             Ok(request) => self.check(&request),
             Err(e) => {
-                // Best effort to name the skill in the deny; never trusted for anything else. An
-                // over-limit body is not parsed at all (regression: it was, in full, for this).
-                let skill = match e {
-                    RequestError::TooLarge { .. } => Arc::from(""),
-                    _ => parse_json_slice_with_depth(bytes, self.limits.parse_depth())
-                        .map_or_else(|_| Arc::from(""), |value| skill_named(&value)),
+                // Best effort to name the skill, operation and resource in the deny and its
+                // record; never trusted for anything else. An over-limit body is not parsed at
+                // all (regression: it was, in full, for this); any other is read leniently, so a
+                // request refused for a duplicate member is still named (regression: its skill,
+                // operation and resource were recorded as "").
+                let named = match e {
+                    RequestError::TooLarge { .. } => Named::default(),
+                    _ => Named::from_slice(bytes),
                 };
-                self.refuse_input(skill, &e)
+                self.refuse_input(named, &e)
             }
         }
     }
@@ -693,20 +717,20 @@ impl Engine {
         value: serde_json::Value,
         text_size: Option<usize>,
     ) -> Decision {
-        let skill = skill_named(&value);
+        let named = Named::from_value(&value);
         match Request::from_value_measured(value, text_size, &self.limits) {
             Ok(request) => self.check(&request),
-            Err(e) => self.refuse_input(skill, &e),
+            Err(e) => self.refuse_input(named, &e),
         }
     }
 
-    fn refuse_input(&self, skill: Arc<str>, error: &RequestError) -> Decision {
+    fn refuse_input(&self, named: Named, error: &RequestError) -> Decision {
         let decision = self.finish(Decision::deny(
-            skill,
+            named.skill,
             vec![Reason::request(ReasonKind::Input, error.to_string())],
         ));
         if let Some(sink) = &self.audit {
-            let request = Request::new(&*decision.skill, "", "");
+            let request = Request::new(&*decision.skill, named.operation, named.resource);
             let revision = self
                 .with_policy(|policy, _| policy.skill(&decision.skill).map(|s| s.revision))
                 .flatten();
