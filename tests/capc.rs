@@ -340,6 +340,35 @@ fn regexes_are_rebuilt_under_the_loading_limits() {
     assert!(error.to_string().contains("does not compile"), "{error}");
 }
 
+/// Found in review: `payloadSchema` patterns were built under a fixed 1 MiB whatever the
+/// engine's `Limits::max_regex_bytes`, from source and from `.capc` alike, while a
+/// `fieldMatches` regex obeyed it.
+#[test]
+fn regression_schema_patterns_obey_the_configured_regex_size_limit() {
+    let body = r#"capability "c" {
+    resource http "https://api.example.com/x"
+    operations GET
+    payloadSchema {"properties": {"a": {"pattern": "\\pL{10}"}}}
+  }"#;
+    let tight = Limits {
+        max_regex_bytes: 10_000,
+        ..Limits::DEFAULT
+    };
+    let text = format!("skill \"regex\" {{\n  version \"1\"\n  {body}\n}}");
+    let mut loader = PolicyLoader::new(tight);
+    loader.add_text("regex.cap", text, PolicyFormat::Cap, None);
+    let errors = loader.finish().unwrap_err();
+    assert!(
+        format!("{errors:?}").contains("exceeds the size limit of 10000"),
+        "{errors:?}"
+    );
+    let policy = policy_text("regex", body);
+    let bytes = encode_capc(&policy.skills).unwrap();
+    assert!(load_capc(&bytes, &Limits::DEFAULT).is_ok());
+    let error = load_capc(&bytes, &tight).unwrap_err();
+    assert!(error.to_string().contains("does not compile"), "{error}");
+}
+
 #[test]
 fn the_capability_limit_applies_at_load() {
     let bytes = policies_capc();

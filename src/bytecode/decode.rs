@@ -53,11 +53,6 @@ use crate::limits::Limits;
 use crate::span::Location;
 use crate::value::Segment;
 
-/// The size limit of a compiled `payloadSchema` pattern: the compiler's
-/// (`compile::schema::SCHEMA_REGEX_SIZE_LIMIT`, pinned equal by a test; copied so the loader does
-/// not depend on the compiler layer).
-const SCHEMA_REGEX_SIZE_LIMIT: usize = 1 << 20;
-
 /// Most rate limits one capability may hold: the compiler's `compile::MAX_RATE_LIMITS`
 /// (pinned equal by a test).
 const MAX_RATE_LIMITS: usize = 16;
@@ -905,8 +900,9 @@ impl<'a> Reader<'a> {
     fn pattern(&mut self) -> Result<SchemaPattern, CapcError> {
         let source = self.str("a schema pattern")?;
         let translated = self.str("a translated schema pattern")?;
-        // The same builder as `compile::schema`; the stored pattern is already translated.
-        let regex = Matcher::build(&translated, false, SCHEMA_REGEX_SIZE_LIMIT)
+        // The same builder and limit as `compile::schema`; the stored pattern is already
+        // translated.
+        let regex = Matcher::build(&translated, false, self.limits.max_regex_bytes)
             .map_err(|e| self.malformed(format!("pattern `{source}` does not compile: {e}")))?;
         Ok(SchemaPattern { source, regex })
     }
@@ -1093,10 +1089,6 @@ mod tests {
 
     #[test]
     fn copied_limits_equal_the_compiler_limits() {
-        assert_eq!(
-            SCHEMA_REGEX_SIZE_LIMIT,
-            crate::compile::schema::SCHEMA_REGEX_SIZE_LIMIT
-        );
         assert_eq!(MAX_RATE_LIMITS, crate::compile::MAX_RATE_LIMITS);
     }
 

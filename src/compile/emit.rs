@@ -458,7 +458,10 @@ impl<'a> Emitter<'a> {
                 return None;
             }
         };
-        match crate::compile::schema::compile_schema(&schema.node) {
+        match crate::compile::schema::compile_schema_with_regex_limit(
+            &schema.node,
+            self.limits.max_regex_bytes,
+        ) {
             Ok(program) => {
                 let n = self.program.schemas.len();
                 self.program.schemas.push(program);

@@ -25,8 +25,9 @@ use crate::bytecode::schema::{
 };
 use crate::value::truncate_for_message;
 
-/// Largest compiled size of one `pattern` regex (SPEC §7: regex compiled size 1 MiB).
-pub const SCHEMA_REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Largest compiled size of one `pattern` regex by default (SPEC §7: regex compiled size 1 MiB,
+/// `Limits::DEFAULT.max_regex_bytes`); [`compile_schema_with_regex_limit`] takes another.
+pub const SCHEMA_REGEX_SIZE_LIMIT: usize = crate::limits::Limits::DEFAULT.max_regex_bytes;
 
 /// Deepest nesting of subschemas the compiler accepts (its recursion follows the nesting).
 pub const MAX_SCHEMA_NESTING: u32 = 256;
@@ -98,9 +99,22 @@ pub struct SchemaCompileError {
     pub help: Option<String>,
 }
 
-/// Compiles a `payloadSchema` into a program, or returns every error found.
+/// Compiles a `payloadSchema` into a program, or returns every error found; a `pattern` may
+/// compile to at most [`SCHEMA_REGEX_SIZE_LIMIT`] bytes.
 pub fn compile_schema(schema: &Value) -> Result<SchemaProgram, Vec<SchemaCompileError>> {
-    let mut compiler = Compiler::default();
+    compile_schema_with_regex_limit(schema, SCHEMA_REGEX_SIZE_LIMIT)
+}
+
+/// [`compile_schema`] with the engine's `Limits::max_regex_bytes` as the largest compiled size
+/// of a `pattern`, as for `fieldMatches` (regression: patterns always had the default).
+pub fn compile_schema_with_regex_limit(
+    schema: &Value,
+    regex_limit: usize,
+) -> Result<SchemaProgram, Vec<SchemaCompileError>> {
+    let mut compiler = Compiler {
+        regex_limit,
+        ..Compiler::default()
+    };
     let mut pointer = String::new();
     let root = compiler.schema(schema, &mut pointer, true);
     compiler.resolve_refs(schema);
@@ -131,7 +145,6 @@ struct PendingRef {
     pointer: String,
 }
 
-#[derive(Default)]
 struct Compiler {
     nodes: Vec<SchemaNode>,
     /// The schema location of each node, parallel to `nodes` (for cycle messages).
@@ -144,6 +157,23 @@ struct Compiler {
     nested_id_depth: u32,
     /// How many subschemas enclose the one being compiled.
     nesting: u32,
+    /// The largest compiled size of a `pattern`.
+    regex_limit: usize,
+}
+
+impl Default for Compiler {
+    fn default() -> Self {
+        Compiler {
+            nodes: Vec::new(),
+            node_pointers: Vec::new(),
+            locations: HashMap::new(),
+            pending_refs: Vec::new(),
+            errors: Vec::new(),
+            nested_id_depth: 0,
+            nesting: 0,
+            regex_limit: SCHEMA_REGEX_SIZE_LIMIT,
+        }
+    }
 }
 
 fn push_token(pointer: &mut String, token: &str) {
@@ -507,7 +537,7 @@ impl Compiler {
                 return None;
             }
         };
-        match Matcher::build(&translated, false, SCHEMA_REGEX_SIZE_LIMIT) {
+        match Matcher::build(&translated, false, self.regex_limit) {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
                 regex,
