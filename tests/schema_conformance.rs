@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use capgate::compile::schema::{SchemaCompileError, compile_schema};
+use capgate::tape::Tape;
 use capgate::vm::schema::{first_violation, is_valid};
 use serde_json::Value;
 
@@ -121,6 +122,22 @@ fn run_file(path: &Path, tally: &mut Tally) {
             let data = &case["data"];
             let valid = is_valid(&program, data);
             let violation = first_violation(&program, data);
+            // The same case from bytes: a request decided by `check_slice` reads its payload
+            // from a tape, which must answer as the `Value` does.
+            let text = serde_json::to_vec(data).unwrap();
+            let mut tape = Tape::new();
+            let doc = tape.parse(&text, 512).unwrap();
+            let (tape_valid, tape_violation) = (
+                is_valid(&program, doc.root()),
+                first_violation(&program, doc.root()),
+            );
+            if (tape_valid, tape_violation.is_some()) != (valid, violation.is_some()) {
+                tally.failures.push(format!(
+                    "{file}: `{description}` / `{}`: from bytes valid={tape_valid}, pre-parsed \
+                     valid={valid}",
+                    case["description"].as_str().unwrap()
+                ));
+            }
             if valid != expected {
                 tally.failures.push(format!(
                     "{file}: `{description}` / `{}`: expected valid={expected}, got {valid} \
