@@ -452,24 +452,26 @@ impl<'t> NodeRef<'t> {
         if object.kind != Kind::Object {
             return None;
         }
-        let (nodes, bytes) = (self.doc.nodes, self.doc.bytes);
-        let mut cursor = self.index.saturating_add(1);
-        for _ in 0..object.len {
-            let name = nodes.get(usize_from(cursor))?;
-            let value = cursor.saturating_add(1);
-            // Lengths first: most members differ in length from the key looked up.
+        let bytes = self.doc.bytes;
+        // INVARIANT (next): the object's members are the nodes up to its `next`, each a key node
+        // followed by its value's subtree, so the walk ends there.
+        let members = self.doc.nodes.get(..usize_from(object.next))?;
+        let want = key.as_bytes();
+        let mut cursor = usize_from(self.index).saturating_add(1);
+        while let (Some(name), Some(value)) = (members.get(cursor), members.get(cursor + 1)) {
             #[cfg(test)]
             MEMBERS_PASSED.with(|passed| passed.set(passed.get() + 1));
+            // Lengths first: most members differ in length from the key looked up.
             let found = if name.escaped() {
                 escaped_key_is(name.body(bytes), key)
             } else {
-                usize_from(name.end.saturating_sub(name.start)) == key.len()
-                    && bytes_eq(name.body(bytes), key.as_bytes())
+                usize_from(name.end.wrapping_sub(name.start)) == want.len()
+                    && bytes_eq(name.body(bytes), want)
             };
             if found {
-                return Some(self.at(value));
+                return Some(self.at(scan::offset(cursor + 1)));
             }
-            cursor = nodes.get(usize_from(value))?.next;
+            cursor = usize_from(value.next);
         }
         None
     }

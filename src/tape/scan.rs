@@ -37,10 +37,17 @@ fn key_filter_bit(body: &[u8]) -> u64 {
 /// A parse error before it becomes a [`TapeError`]: the byte offset and what is wrong.
 type Fault = (usize, ErrorKind);
 
-/// An offset or index as `u32`; the parser refuses inputs longer than `u32::MAX` up front.
+/// An offset or index as `u32`. INVARIANT (u32-input): the parser refuses inputs longer than
+/// `u32::MAX` up front ([`check_length`]), and every offset is at most the input's length and
+/// every node index below it, so the conversion is lossless. A plain `as`: the checked
+/// conversion cost ~550 instructions per scenario request (three per node).
 #[inline(always)]
 pub(super) fn offset(pos: usize) -> u32 {
-    u32::try_from(pos).unwrap_or(u32::MAX)
+    debug_assert!(
+        u32::try_from(pos).is_ok(),
+        "offset {pos} beyond the u32 input limit"
+    );
+    pos as u32
 }
 
 /// Parses `bytes` into `tape` (see [`Tape::parse`]); on error the tape holds no document.
