@@ -55,6 +55,15 @@ pub enum Kind {
 
 /// The body of a string node holds at least one escape.
 const ESCAPED: u8 = 1;
+/// A number node holds its value, read once by the parser, as a `u64` in `len` (low half) and
+/// `depth` (high half) — fields only containers use otherwise — so comparing or bounding it never
+/// parses its text again (regression: a long number was parsed on every read, and `uniqueItems`
+/// over many of them read gigabytes). One of these flags says which form serde_json gives it.
+const NUMBER_POSITIVE: u8 = 2;
+/// See [`NUMBER_POSITIVE`]: an `i64` below zero.
+const NUMBER_NEGATIVE: u8 = 4;
+/// See [`NUMBER_POSITIVE`]: the bits of a finite `f64`.
+const NUMBER_FLOAT: u8 = 8;
 
 /// One value on the tape.
 #[derive(Clone, Copy, Debug)]
@@ -66,9 +75,11 @@ pub(crate) struct Node {
     // INVARIANT (next): the index of the first node after this node's subtree (index + 1 for a
     // scalar); set by the parser when the value is complete.
     next: u32,
-    /// Containers: the number of elements or members; 0 for scalars.
+    /// Containers: the number of elements or members; numbers: the low half of their value
+    /// ([`NUMBER_POSITIVE`]); 0 for other scalars.
     len: u32,
-    /// Containers: nested arrays/objects inside and including this one; 0 for scalars.
+    /// Containers: nested arrays/objects inside and including this one; numbers: the high half
+    /// of their value; 0 for other scalars.
     depth: u32,
     kind: Kind,
     flags: u8,
@@ -389,16 +400,24 @@ impl<'t> NodeRef<'t> {
 
     /// The number, for a number: exactly what serde_json reads from its text.
     pub fn as_number(self) -> Option<Number> {
-        if self.kind() != Kind::Number {
+        let node = self.node();
+        if node.kind != Kind::Number {
             return None;
         }
-        // A number's text is ASCII inside the document's text: slice it, no UTF-8 check again.
-        let node = self.node();
-        let text = self
-            .doc
-            .text
-            .get(usize_from(node.start)..usize_from(node.end))?;
-        Number::from_str(text).ok()
+        let bits = u64::from(node.len) | (u64::from(node.depth) << 32);
+        match node.flags {
+            NUMBER_POSITIVE => Some(Number::from(bits)),
+            NUMBER_NEGATIVE => Some(Number::from(i64::from_ne_bytes(bits.to_ne_bytes()))),
+            NUMBER_FLOAT => Number::from_f64(f64::from_bits(bits)),
+            // Every number the parser pushes carries its value; read the text otherwise.
+            _ => {
+                let text = self
+                    .doc
+                    .text
+                    .get(usize_from(node.start)..usize_from(node.end))?;
+                Number::from_str(text).ok()
+            }
+        }
     }
 
     /// The value's JSON text as it appears in the input (strings with their quotes).
@@ -415,9 +434,9 @@ impl<'t> NodeRef<'t> {
     }
 
     /// What reading the value whole costs, in units of work: one per node of its subtree (keys
-    /// included), plus one per `bytes_per_step` bytes of each string and key (decoded) and of
-    /// each number's text. The same as a `serde_json::Value` of it weighs (`vm::Json::weight`),
-    /// but for numbers of `bytes_per_step` digits or more, which a `Value` holds parsed.
+    /// included), plus one per `bytes_per_step` bytes of each string and key, decoded. The same
+    /// as a `serde_json::Value` of it weighs (`vm::Json::weight`): a number is one node, read
+    /// once by the parser, however long its text.
     pub fn weight(self, bytes_per_step: u64) -> u64 {
         let (start, end) = (usize_from(self.index), usize_from(self.node().next));
         let nodes = self.doc.nodes.get(start..end).unwrap_or_default();
@@ -427,7 +446,7 @@ impl<'t> NodeRef<'t> {
                 Kind::String if node.escaped() => {
                     DecodedBytes::new(node.body(self.doc.bytes)).count()
                 }
-                Kind::String | Kind::Number => usize_from(node.end.saturating_sub(node.start)),
+                Kind::String => usize_from(node.end.saturating_sub(node.start)),
                 _ => 0,
             };
             let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
@@ -437,7 +456,11 @@ impl<'t> NodeRef<'t> {
 
     /// The number of elements (array) or members (object); 0 for scalars.
     pub fn len(self) -> usize {
-        usize_from(self.node().len)
+        let node = self.node();
+        match node.kind {
+            Kind::Array | Kind::Object => usize_from(node.len),
+            _ => 0,
+        }
     }
 
     /// True for a scalar or an empty array/object.
@@ -512,7 +535,11 @@ impl<'t> NodeRef<'t> {
     /// The nested arrays/objects inside and including this value: 0 for a scalar, 1 for `[]`,
     /// 2 for `[[1]]`.
     pub fn depth(self) -> usize {
-        usize_from(self.node().depth)
+        let node = self.node();
+        match node.kind {
+            Kind::Array | Kind::Object => usize_from(node.depth),
+            _ => 0,
+        }
     }
 
     /// The value as a `serde_json::Value` (built without recursion, so any depth is fine).

@@ -6,7 +6,10 @@ use std::str::FromStr;
 
 use super::keys::{Insert, KeySet, LINEAR_MEMBERS};
 use super::string::scan_string;
-use super::{ESCAPED, ErrorKind, Kind, Node, Tape, TapeError, keys_equal, usize_from};
+use super::{
+    ESCAPED, ErrorKind, Kind, NUMBER_FLOAT, NUMBER_NEGATIVE, NUMBER_POSITIVE, Node, Tape,
+    TapeError, keys_equal, usize_from,
+};
 
 /// An array or object still open while parsing.
 #[derive(Debug, Clone, Copy)]
@@ -405,15 +408,31 @@ impl Parser<'_> {
                 exponent = -exponent;
             }
         }
-        // |value| < 10^(integer digits + exponent): up to 10^308 it is surely a finite `f64`
-        // (underflow to 0 is accepted); above, ask serde_json itself.
-        let magnitude = i64::try_from(integer_digits)
-            .unwrap_or(i64::MAX)
-            .saturating_add(exponent);
-        if magnitude > 308 {
-            check_range(bytes, start, pos)?;
-        }
-        self.push_scalar(Kind::Number, start, pos);
+        let integer = pos == integer_start + integer_digits;
+        let (flags, bits) = if integer && integer_digits <= 18 {
+            small_integer(bytes, start, pos)
+        } else {
+            // |value| < 10^(integer digits + exponent): up to 10^308 it is surely a finite
+            // `f64` (underflow to 0 is accepted); above, ask serde_json itself.
+            let magnitude = i64::try_from(integer_digits)
+                .unwrap_or(i64::MAX)
+                .saturating_add(exponent);
+            if magnitude > 308 {
+                check_range(bytes, start, pos)?;
+            }
+            number_value(bytes, start, pos, integer)?
+        };
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            start: offset(start),
+            end: offset(pos),
+            next: offset(index + 1),
+            // The value, read once here (`NUMBER_POSITIVE`).
+            len: bits as u32,
+            depth: (bits >> 32) as u32,
+            kind: Kind::Number,
+            flags,
+        });
         self.pos = pos;
         Ok(())
     }
@@ -464,6 +483,58 @@ fn skip_digits(bytes: &[u8], mut pos: usize) -> usize {
         pos += 1;
     }
     pos
+}
+
+/// The value of the integer of at most 18 digits at `start..end` (so below 2^63), as serde_json
+/// reads it: a `u64`, an `i64` below zero, and `-0` as the float `-0.0`. Node flags and bits.
+#[inline(always)]
+fn small_integer(bytes: &[u8], start: usize, end: usize) -> (u8, u64) {
+    let negative = bytes.get(start) == Some(&b'-');
+    let digits = bytes
+        .get(start + usize::from(negative)..end)
+        .unwrap_or_default();
+    let value = digits.iter().fold(0_u64, |value, &digit| {
+        value * 10 + u64::from(digit.wrapping_sub(b'0'))
+    });
+    match (negative, i64::try_from(value)) {
+        (false, _) => (NUMBER_POSITIVE, value),
+        (true, Ok(0)) => (NUMBER_FLOAT, (-0.0_f64).to_bits()),
+        (true, Ok(value)) => (NUMBER_NEGATIVE, u64::from_ne_bytes((-value).to_ne_bytes())),
+        // Unreachable: 18 digits are below 2^63. Read as serde_json would.
+        (true, Err(_)) => number_value(bytes, start, end, true).unwrap_or((0, 0)),
+    }
+}
+
+/// The value of any other (grammatical, in-range) number at `start..end`, as serde_json reads
+/// it: an integer that fits a `u64` or (below zero) an `i64` as such, anything else as the
+/// nearest `f64` — `f64::from_str`, correctly rounded like serde_json's `float_roundtrip`
+/// (checked against serde_json by `tape_equivalence`). Node flags and bits.
+#[cold]
+#[inline(never)]
+fn number_value(bytes: &[u8], start: usize, end: usize, integer: bool) -> Result<(u8, u64), Fault> {
+    let text = bytes
+        .get(start..end)
+        .and_then(|text| std::str::from_utf8(text).ok())
+        .unwrap_or_default();
+    let out_of_range = (start, ErrorKind::NumberOutOfRange);
+    if integer {
+        // serde_json's integers past 64 bits are floats; ask it for those exactly.
+        let number = serde_json::Number::from_str(text).map_err(|_| out_of_range.clone())?;
+        if let Some(value) = number.as_u64() {
+            return Ok((NUMBER_POSITIVE, value));
+        }
+        if let Some(value) = number.as_i64() {
+            return Ok((NUMBER_NEGATIVE, u64::from_ne_bytes(value.to_ne_bytes())));
+        }
+        return match number.as_f64() {
+            Some(value) => Ok((NUMBER_FLOAT, value.to_bits())),
+            None => Err(out_of_range),
+        };
+    }
+    match f64::from_str(text) {
+        Ok(value) if value.is_finite() => Ok((NUMBER_FLOAT, value.to_bits())),
+        _ => Err(out_of_range),
+    }
 }
 
 /// The error for a missing digit at `pos` (after `.`, `e` or the exponent's sign).

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
@@ -602,4 +603,60 @@ fn a_failed_parse_leaves_the_tape_reusable() {
 fn errors_are_lowercase_one_line_with_the_offset() {
     let error = refused(b"[1,]");
     assert_eq!(error.to_string(), "expected a value at byte 3");
+}
+
+/// The parser reads each number once and keeps its value in the node; what it keeps must be
+/// exactly what serde_json reads from the text (its integer forms, `-0` as a float, floats
+/// correctly rounded, integers past 64 bits as floats).
+#[test]
+fn a_number_keeps_exactly_the_value_serde_json_reads() {
+    for text in [
+        "0",
+        "-0",
+        "1",
+        "-1",
+        "999999999999999999",
+        "-999999999999999999",
+        "1000000000000000000",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        "1.0",
+        "-0.0",
+        "0.1",
+        "1e2",
+        "1E-2",
+        "2.5e-324",
+        "1e-400",
+        "1.7976931348623157e308",
+        "9007199254740993.0",
+        "7673222765294225.0",
+        "100.00000000000000001",
+        "0.30000000000000004",
+        "123456789012345678901234567890",
+    ] {
+        let mut tape = Tape::new();
+        let doc = tape.parse(text.as_bytes(), 8).unwrap();
+        let expected = serde_json::Number::from_str(text).unwrap();
+        let got = doc.root().as_number().unwrap();
+        assert_eq!(got, expected, "{text}");
+        assert_eq!(doc.root().len(), 0, "{text}");
+        assert_eq!(doc.root().depth(), 0, "{text}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn random_numbers_keep_serde_jsons_value(
+        text in r"-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?",
+    ) {
+        let Ok(expected) = serde_json::Number::from_str(&text) else {
+            return Ok(());
+        };
+        let mut tape = Tape::new();
+        let doc = tape.parse(text.as_bytes(), 8).unwrap();
+        prop_assert_eq!(doc.root().as_number().unwrap(), expected, "{}", text);
+    }
 }

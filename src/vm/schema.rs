@@ -171,12 +171,18 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
         }
     }
 
-    /// The steps reading the instance as a number costs beyond one (a tape number's long text).
-    fn number_weight(self) -> u64 {
-        match self {
-            Instance::Value(v) if v.kind() == JsonKind::Number => v.weight().saturating_sub(1),
-            _ => 0,
-        }
+    /// Whether comparing the instance with `expected` reads more than their kinds and sizes:
+    /// the same kind, and for an array or object the same length (equality answers anything
+    /// else at once).
+    fn may_equal(self, expected: &Value) -> bool {
+        let expected_kind = Json::kind(expected);
+        self.kind() == expected_kind
+            && match expected_kind {
+                JsonKind::Array | JsonKind::Object => {
+                    matches!(self, Instance::Value(v) if v.len() == Json::len(expected))
+                }
+                _ => true,
+            }
     }
 
     fn equals_any(self, values: &[Value]) -> bool {
@@ -473,11 +479,13 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if let Some(values) = &schema.enum_values {
-            // A comparison reads at most the constant (or a tape number's text).
+            // A comparison reads at most the constant, and only one of the instance's kind (and,
+            // for an array or object, its size) is read at all.
             let weights = values
                 .iter()
+                .filter(|v| instance.may_equal(v))
                 .fold(0, |sum: u64, v| sum.saturating_add(v.weight()));
-            self.charge(weights.saturating_add(instance.number_weight()))?;
+            self.charge(weights)?;
             ensure!(
                 self,
                 instance.equals_any(values),
@@ -488,7 +496,9 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if let Some(expected) = &schema.const_value {
-            self.charge(expected.weight().saturating_add(instance.number_weight()))?;
+            if instance.may_equal(expected) {
+                self.charge(expected.weight())?;
+            }
             ensure!(
                 self,
                 instance.equals(expected),
@@ -503,8 +513,6 @@ impl<R: Report> Eval<'_, R> {
         if let Instance::Value(value) = instance {
             match value.kind() {
                 JsonKind::Number if shape.numbers => {
-                    // A tape reads a number from its text.
-                    self.charge(value.weight().saturating_sub(1))?;
                     if let Some(n) = value.as_number() {
                         require!(self.number(schema, &n));
                     }

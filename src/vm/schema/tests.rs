@@ -799,16 +799,29 @@ fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
             assert!(short_answer, "{schema}");
         }
     }
-    // A constant costs its weight (one per value, one per BYTES_PER_STEP bytes of text).
+    // A constant costs its weight (one per value, one per BYTES_PER_STEP bytes of text), when
+    // the instance is of its kind and size; anything else compares at once and costs nothing.
     let big = Value::Array(vec![json!(0); 200]);
+    let same_size = Value::Array(vec![json!(1); 200]);
     let program = program(json!({"const": big})).with_limits(64, 100);
+    assert!(!valid_on_both(&program, &same_size));
+    assert_eq!(
+        first_violation(&program, &same_size).unwrap().keyword,
+        "limits"
+    );
     assert!(!valid_on_both(&program, &json!([1])));
     assert_eq!(
         first_violation(&program, &json!([1])).unwrap().keyword,
-        "limits"
+        "const"
     );
-    let program = program_of(json!({"enum": [big, 1]}), 1000);
-    assert!(valid_on_both(&program, &json!(1)));
+    // Found in review of the first form: every constant of an `enum` was charged, so 5,000
+    // one-letter strings under `enum: ["a", "b", <1,000 numbers>]` ran out of steps.
+    let numbers = Value::Array((0..1000).map(|i| json!(i)).collect());
+    let program = program_of(json!({"items": {"enum": ["a", "b", numbers]}}), 1 << 22);
+    assert!(valid_on_both(
+        &program,
+        &Value::Array(vec![json!("a"); 5_000])
+    ));
     // `uniqueItems`: half the items' weight once per other item, before comparing.
     let items = |n: usize| {
         Value::Array(
