@@ -931,3 +931,119 @@ fn regression_an_input_refusal_names_the_requests_skill_operation_and_resource()
         assert_eq!(record["reasons"][0]["constraint"], "input", "{record}");
     }
 }
+
+/// Found in a fail-open review: a test that meets a broken path — a query parameter given more
+/// than once, a value of the wrong shape — counted as failing, and `not` turned that into a pass.
+/// `?role=admin&role=admin` (or `?role=user&role=admin`, or `%72ole`) got past
+/// `not { fieldEquals resource.query.role == "admin" }`, and `{"user": [{"role": "admin"}]}` past
+/// `not { fieldEquals payload.user.role == "admin" }`. A check now holds only if it also holds
+/// with such tests taken to hold; `any` still holds through another branch.
+#[test]
+fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource http "https://api.example.com/items"
+    operations GET
+    not { fieldEquals resource.query.role == "admin" }
+    not { fieldEquals payload.user.role == "admin" }
+    not { fieldRange payload.amount > 1000 }
+    any { fieldEquals payload.kind == "public" fieldEquals payload.owner.id == "me" }
+  }
+}"#,
+    );
+    let call = |resource: &str, payload: serde_json::Value| {
+        let text = serde_json::to_vec(&json!({
+            "skill": "s", "operation": "GET", "resource": resource, "payload": payload,
+        }))
+        .unwrap();
+        let from_bytes = engine.check_slice(&text);
+        let pre_parsed = engine.check_value(serde_json::from_slice(&text).unwrap());
+        assert_eq!(
+            from_bytes.decision, pre_parsed.decision,
+            "{resource} {from_bytes:?}"
+        );
+        assert_eq!(from_bytes.reasons, pre_parsed.reasons);
+        from_bytes
+    };
+    let ok = json!({"kind": "public"});
+    let items = "https://api.example.com/items";
+    assert_eq!(call(items, ok.clone()).decision, Verdict::Allow);
+    assert_eq!(
+        call(&format!("{items}?role=user"), ok.clone()).decision,
+        Verdict::Allow
+    );
+    for query in [
+        "role=admin",
+        "role=admin&role=admin",
+        "role=user&role=admin",
+        "role=admin&%72ole=user",
+    ] {
+        let decision = call(&format!("{items}?{query}"), ok.clone());
+        assert_eq!(decision.decision, Verdict::Deny, "{query}: {decision:?}");
+        assert_eq!(decision.reasons[0].constraint.as_str(), "not", "{query}");
+    }
+    for payload in [
+        json!({"kind": "public", "user": [{"role": "admin"}]}),
+        json!({"kind": "public", "user": "admin"}),
+        json!({"kind": "public", "amount": "5000"}),
+    ] {
+        let decision = call(items, payload.clone());
+        assert_eq!(decision.decision, Verdict::Deny, "{payload}: {decision:?}");
+    }
+    // Absent stays absent: `not` of a missing path holds, as documented.
+    assert_eq!(
+        call(items, json!({"kind": "public", "user": {}})).decision,
+        Verdict::Allow
+    );
+    // `any` holds through its other branch although the first meets a wrong shape.
+    let decision = call(items, json!({"kind": ["public"], "owner": {"id": "me"}}));
+    assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+    let decision = call(items, json!({"kind": ["public"], "owner": {"id": "you"}}));
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+}
+
+/// Found in review of the step charges: a tape charged a number's text (one step per 64
+/// characters) where a pre-parsed `Value` charged one, so 2,000 distinct numbers written with
+/// 128 characters each under `uniqueItems` were denied from bytes (out of steps) and allowed
+/// pre-parsed. The parser now reads each number once and keeps its value, a number weighs one
+/// step on both paths, and comparing two never parses their text again.
+#[test]
+fn regression_long_number_texts_cost_alike_from_bytes_and_pre_parsed() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    payloadSchema {"properties": {"n": {"type": "array", "uniqueItems": true}}}
+  }
+}"#,
+    );
+    let numbers: Vec<String> = (0..2000_u32)
+        .map(|i| {
+            let head = format!("{i}.");
+            format!("{head}{}", "0".repeat(128 - head.len()))
+        })
+        .collect();
+    let text = format!(
+        r#"{{"skill":"s","operation":"call","resource":"tool:t","payload":{{"n":[{}]}}}}"#,
+        numbers.join(",")
+    );
+    let from_bytes = engine.check_slice(text.as_bytes());
+    let pre_parsed = engine.check_value(serde_json::from_str(&text).unwrap());
+    assert_eq!(
+        from_bytes.decision,
+        Verdict::Allow,
+        "{:?}",
+        from_bytes.reasons
+    );
+    assert_eq!(
+        pre_parsed.decision,
+        Verdict::Allow,
+        "{:?}",
+        pre_parsed.reasons
+    );
+}

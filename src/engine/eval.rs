@@ -992,13 +992,33 @@ fn explain_failure<'r, J: Json<'r>>(
                 .filter(|r| r.holds)
                 .map(|r| r.message.as_str())
                 .collect();
-            (
-                reports
+            if held.is_empty() {
+                // Nothing inside held: the check failed on a broken path (a repeated query
+                // parameter, a value of the wrong shape or type), which `not` does not pass.
+                let messages: Vec<String> = failing
                     .iter()
-                    .find(|r| r.holds)
-                    .and_then(|r| r.path.clone()),
-                format!("the negated constraint holds: {}", held.join("; ")),
-            )
+                    .map(|r| match &r.path {
+                        Some(p) => format!("{p}: {}", r.message),
+                        None => r.message.clone(),
+                    })
+                    .collect();
+                (
+                    failing.first().and_then(|r| r.path.clone()),
+                    format!(
+                        "the negated constraint cannot be decided on this request, so its \
+                         negation does not hold: {}",
+                        messages.join("; ")
+                    ),
+                )
+            } else {
+                (
+                    reports
+                        .iter()
+                        .find(|r| r.holds)
+                        .and_then(|r| r.path.clone()),
+                    format!("the negated constraint holds: {}", held.join("; ")),
+                )
+            }
         }
         ReasonKind::Any => {
             let messages: Vec<String> = failing

@@ -31,6 +31,19 @@ pub(super) struct Env<'a> {
     pub(super) bindings: &'a Bindings<'a>,
     pub(super) now: DateTime<Utc>,
     pub(super) max_array_scan: usize,
+    /// A constraint being checked met a broken path (a value of the wrong shape, a repeated
+    /// query parameter).
+    pub(super) saw_broken: std::cell::Cell<bool>,
+    /// The constraint is being checked again with broken paths taken to hold.
+    pub(super) broken_holds: std::cell::Cell<bool>,
+}
+
+impl Env<'_> {
+    /// What a test that met a broken path counts as, noting that one was met.
+    fn broken(&self) -> bool {
+        self.saw_broken.set(true);
+        self.broken_holds.get()
+    }
 }
 
 /// The name of the first top-level constraint that does not hold, if any. Rate limits are
@@ -40,7 +53,7 @@ pub(super) fn first_failing(
     constraints: &[Constraint],
 ) -> Result<Option<&'static str>, Abort> {
     for constraint in constraints {
-        if !holds(env, constraint)? {
+        if !holds_whole(env, constraint)? {
             return Ok(Some(constraint.kind.name()));
         }
     }
@@ -48,6 +61,23 @@ pub(super) fn first_failing(
 }
 
 /// Whether one constraint holds.
+/// A top-level constraint: it holds when it holds with every test that meets a broken path
+/// failing, and also with every such test holding — so `not` never turns a broken path (a value
+/// of the wrong shape, a repeated query parameter) into a pass (`docs/semantics.md`).
+fn holds_whole(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abort> {
+    env.saw_broken.set(false);
+    if !holds(env, constraint)? {
+        return Ok(false);
+    }
+    if !env.saw_broken.get() {
+        return Ok(true);
+    }
+    env.broken_holds.set(true);
+    let again = holds(env, constraint);
+    env.broken_holds.set(false);
+    again
+}
+
 pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abort> {
     let optional = constraint.optional;
     Ok(match &constraint.kind {
@@ -85,23 +115,24 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             every(env, &path.node, optional, |found| match found {
                 Found::Json(Value::String(text)) => regex.is_match(text),
                 Found::Text(text) => regex.is_match(text),
-                Found::Json(_) => false,
+                // Not a string: nothing to match, and not a pass under `not` either.
+                Found::Json(_) => env.broken(),
             })?
         }
         ConstraintKind::FieldRange { subject, bounds } => match subject {
             RangeSubject::Field(path) => {
                 let uses_now = bounds.iter().any(|b| b.value == BoundValue::Now);
                 if uses_now {
-                    every(env, &path.node, optional, |found| {
-                        timestamp(found)
-                            .is_some_and(|t| bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now))))
+                    every(env, &path.node, optional, |found| match timestamp(found) {
+                        Some(t) => bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now))),
+                        None => env.broken(),
                     })?
                 } else {
                     every(env, &path.node, optional, |found| match found {
                         Found::Json(Value::Number(n)) => {
                             bounds.iter().all(|b| number_bound_holds(b, n))
                         }
-                        _ => false,
+                        _ => env.broken(),
                     })?
                 }
             }
@@ -109,7 +140,7 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
                 let a = reach_one(env, &a.node)?;
                 let b = reach_one(env, &b.node)?;
                 match (a, b) {
-                    (Reached::Broken, _) | (_, Reached::Broken) => false,
+                    (Reached::Broken, _) | (_, Reached::Broken) => env.broken(),
                     (Reached::Absent, _) | (_, Reached::Absent) => optional,
                     (Reached::Value(a), Reached::Value(b)) => {
                         match (timestamp(&a), timestamp(&b)) {
@@ -122,7 +153,7 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
                                     _ => false,
                                 })
                             }
-                            _ => false,
+                            _ => env.broken(),
                         }
                     }
                 }
@@ -190,14 +221,16 @@ fn every(
     Ok(reach(env, path)?.iter().all(|reached| match reached {
         Reached::Value(found) => test(found),
         Reached::Absent => optional,
-        Reached::Broken => false,
+        Reached::Broken => env.broken(),
     }))
 }
 
 /// `PATH == OTHER`: `OTHER` must name one present value, `optional` or not.
 fn equals_other(env: &Env<'_>, path: &Path, other: &Path, optional: bool) -> Result<bool, Abort> {
-    let Reached::Value(other) = reach_one(env, other)? else {
-        return Ok(false);
+    let other = match reach_one(env, other)? {
+        Reached::Value(other) => other,
+        Reached::Broken => return Ok(env.broken()),
+        Reached::Absent => return Ok(false),
     };
     let other = other.to_json();
     every(env, path, optional, |found| {

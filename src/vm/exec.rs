@@ -78,6 +78,11 @@ pub struct Steps {
     pub instructions: u64,
     /// Values visited by tests (path leaves and array elements).
     pub visits: u64,
+    /// A test of the current check met a broken path: a value of the wrong shape, or a query
+    /// parameter given more than once.
+    broken: bool,
+    /// The check is being run again with such a test taken to hold ([`recheck`]).
+    broken_holds: bool,
 }
 
 struct Stack {
@@ -251,6 +256,8 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     let mut stack = Stack::new();
     let mut first_failure = None;
     let mut pc = start;
+    // Where the check being run began (its first instruction follows the previous `Require`).
+    let mut check_start = start;
     loop {
         let op = program
             .code
@@ -279,7 +286,18 @@ fn execute<'r, J: Json<'r>, S: Sink>(
                 }
             }
             Op::Require { check } => {
-                let holds = stack.pop()?;
+                let mut holds = stack.pop()?;
+                if std::mem::take(&mut steps.broken) && holds {
+                    // A test of this check met a broken path and counted as failing, and the
+                    // check held: it holds only if it also holds with such tests taken to hold,
+                    // so a `not` cannot turn a repeated query parameter or a value of the wrong
+                    // shape into a pass (regression: HTTP parameter pollution got past
+                    // `not { fieldEquals resource.query.role == "admin" }`). A check that is
+                    // not self-contained cannot be run alone: it fails.
+                    holds = verified.self_contained(check)
+                        && recheck(program, input, check_start, pc, steps)?;
+                }
+                check_start = next;
                 sink.require(check, holds);
                 if !holds {
                     if !keep_going {
@@ -302,6 +320,74 @@ fn execute<'r, J: Json<'r>, S: Sink>(
         }
         if next <= pc {
             return Err(VmError::Internal("backward jump in a verified program"));
+        }
+        pc = next;
+    }
+}
+
+/// Runs the check whose code is `from..require` (ending in its `Require`) again, silently, with
+/// every test that meets a broken path taken to hold; returns what the check then computes.
+fn recheck<'r, J: Json<'r>>(
+    program: &Program,
+    input: &Input<'_, J>,
+    from: usize,
+    require: usize,
+    steps: &mut Steps,
+) -> Result<bool, VmError> {
+    steps.broken_holds = true;
+    let result = recheck_run(program, input, from, require, steps);
+    steps.broken_holds = false;
+    steps.broken = false;
+    result
+}
+
+fn recheck_run<'r, J: Json<'r>>(
+    program: &Program,
+    input: &Input<'_, J>,
+    from: usize,
+    require: usize,
+    steps: &mut Steps,
+) -> Result<bool, VmError> {
+    let mut stack = Stack::new();
+    let mut pc = from;
+    loop {
+        let op = program
+            .code
+            .get(pc)
+            .ok_or(VmError::Internal("control fell off a verified program"))?;
+        steps.instructions += 1;
+        let mut next = pc + 1;
+        match *op {
+            Op::Push(value) => stack.push(value)?,
+            Op::Not => {
+                let value = stack.pop()?;
+                stack.push(!value)?;
+            }
+            Op::OrElse { target } => {
+                if stack.peek()? {
+                    next = target.to_usize();
+                } else {
+                    stack.pop()?;
+                }
+            }
+            Op::AndThen { target } => {
+                if stack.peek()? {
+                    stack.pop()?;
+                } else {
+                    next = target.to_usize();
+                }
+            }
+            Op::Require { .. } if pc == require => return stack.pop(),
+            Op::Require { .. } | Op::Accept => {
+                return Err(VmError::Internal("a check ran into another"));
+            }
+            _ => {
+                let holds = test::<J, Silent>(program, op, pc, input, &mut Silent, steps)?;
+                stack.push(holds)?;
+            }
+        }
+        if next <= pc || next > require {
+            return Err(VmError::Internal("a check jumped out of its code"));
         }
         pc = next;
     }
@@ -340,6 +426,9 @@ fn test<'r, J: Json<'r>, S: Sink>(
 ) -> Result<bool, VmError> {
     let mut seen = Seen::default();
     let mut trail = SegmentTrail::default();
+    // A value the test cannot read as what it bounds or matches (a number, a string, a
+    // timestamp) was met: like a broken path, it may not count as a pass under `not`.
+    let mut mistyped = false;
     // On the hot path the trail records nothing; only a sink that explains pays for one.
     macro_rules! walk {
         ($path:expr, $optional:expr, |$leaf:ident| $body:expr) => {{
@@ -401,6 +490,8 @@ fn test<'r, J: Json<'r>, S: Sink>(
             // without an owner.
             let identity = matches!(op, Op::BindsIdentity { .. });
             let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
+                // A broken `other` is broken, not absent (see `Op::Require`).
+                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous)) => Some(*stop),
                 Err(_) => Some(Stop::Missing),
                 Ok(Leaf::Json(value)) if identity && value.is_null() => Some(Stop::NullIdentity),
                 Ok(_) => None,
@@ -426,8 +517,13 @@ fn test<'r, J: Json<'r>, S: Sink>(
             let path = table(&program.paths, path)?;
             let regex = table(&program.regexes, regex)?;
             (
-                walk!(path, optional, |leaf| leaf
-                    .with_str(|s| s.is_some_and(|s| regex.regex.is_match(s)))),
+                walk!(path, optional, |leaf| leaf.with_str(|s| match s {
+                    Some(s) => regex.regex.is_match(s),
+                    None => {
+                        mistyped = true;
+                        false
+                    }
+                })),
                 Some(path),
             )
         }
@@ -439,9 +535,13 @@ fn test<'r, J: Json<'r>, S: Sink>(
             let path = table(&program.paths, path)?;
             let bounds = table(&program.bounds, bounds)?;
             (
-                walk!(path, optional, |leaf| leaf
-                    .as_number()
-                    .is_some_and(|n| number_in_bounds(&n, bounds))),
+                walk!(path, optional, |leaf| match leaf.as_number() {
+                    Some(n) => number_in_bounds(&n, bounds),
+                    None => {
+                        mistyped = true;
+                        false
+                    }
+                }),
                 Some(path),
             )
         }
@@ -454,9 +554,17 @@ fn test<'r, J: Json<'r>, S: Sink>(
             let bounds = table(&program.bounds, bounds)?;
             let now = input.now;
             (
-                walk!(path, optional, |leaf| leaf
-                    .with_str(|s| s.and_then(parse_timestamp))
-                    .is_some_and(|t| instant_in_bounds(t, now, bounds))),
+                walk!(
+                    path,
+                    optional,
+                    |leaf| match leaf.with_str(|s| s.and_then(parse_timestamp)) {
+                        Some(t) => instant_in_bounds(t, now, bounds),
+                        None => {
+                            mistyped = true;
+                            false
+                        }
+                    }
+                ),
                 Some(path),
             )
         }
@@ -480,6 +588,7 @@ fn test<'r, J: Json<'r>, S: Sink>(
                         match difference {
                             Some(d) if nanos_in_bounds(d, bounds) => Ok(()),
                             _ => {
+                                mistyped |= difference.is_none();
                                 if S::EXPLAIN {
                                     seen.text = Some(match difference {
                                         Some(d) => format_nanos(d),
@@ -582,6 +691,14 @@ fn test<'r, J: Json<'r>, S: Sink>(
             path: concrete,
             message,
         });
+    }
+    if let Err(Stop::WrongShape(_) | Stop::Ambiguous) = result {
+        steps.broken = true;
+        return Ok(steps.broken_holds);
+    }
+    if mistyped && result == Err(Stop::Rejected) {
+        steps.broken = true;
+        return Ok(steps.broken_holds);
     }
     Ok(result.is_ok())
 }
