@@ -108,7 +108,8 @@ fn error_line(number: usize, message: String) -> LineResult {
 
 fn ok_line(number: usize, what: String) -> LineResult {
     LineResult {
-        text: format!("line {number}: {what}\n"),
+        // `what` echoes session text (a transaction, a skill): escaped, one line.
+        text: format!("line {number}: {}\n", crate::value::escape_controls(&what)),
         json: format!(r#"{{"line":{number},"ok":true}}"#),
         output: json!({ "line": number, "ok": true }),
         failed_expectation: false,
@@ -359,7 +360,10 @@ fn call(
     let mut problems = Vec::new();
     if let Some(expected) = expect {
         if expected != actual {
-            problems.push(format!("expected {expected}, got {actual}"));
+            problems.push(format!(
+                "expected {}, got {actual}",
+                crate::value::truncate_str(expected, 64)
+            ));
         }
     }
     if let Some(expected) = expect_constraint {

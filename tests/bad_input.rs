@@ -492,7 +492,8 @@ fn cli_check_limit_breaking_array_is_a_deny_with_input() {
         request.as_bytes(),
     );
     assert_no_panic(&output);
-    assert_eq!(output.status.code(), Some(1));
+    // An input refusal (a limit the request broke) exits 2 (SPEC §8), the decision printed.
+    assert_eq!(output.status.code(), Some(2));
     let decision: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(decision["decision"], "deny");
     assert_eq!(decision["reasons"][0]["constraint"], "input");

@@ -360,6 +360,42 @@ fn regression_check_audits_input_refusals_and_exits_2_for_them() {
     assert_eq!(code(&output), 1, "{}", stdout(&output));
 }
 
+/// Found in review: a parser refusal printed the unknown member's name raw on stderr (a
+/// terminal title and clear-screen sequence, a forged line), and a deny for a `[*]` over the
+/// scan limit (reason `input`, attached to the capability) exited 1 instead of 2.
+#[test]
+fn regression_check_escapes_parser_refusals_and_exits_2_for_evaluation_limits() {
+    let (_dir, policy) = setup();
+    let request = r#"{"skill":"s","operation":"GET","resource":"https://api.example.com/items/1","\u001b]0;owned\u0007\u001b[2J\nallow":1}"#;
+    let output = run(&["check", "-p", &policy, "--format", "text"], request);
+    assert_eq!(code(&output), 2);
+    let err = stderr(&output);
+    assert!(
+        !err.contains('\u{1b}') && err.lines().count() == 1,
+        "{err:?}"
+    );
+    let dir = temp_dir();
+    let scan = write(
+        &dir,
+        "scan.cap",
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    fieldMatches payload.a[*] ~ /x/
+  }
+}"#,
+    );
+    let request = json!({"skill": "s", "operation": "call", "resource": "tool:t",
+                         "payload": {"a": vec!["x"; 100_001]}});
+    let output = check(scan.to_str().unwrap(), &request, &[]);
+    let decision: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(decision["reasons"][0]["constraint"], "input", "{decision}");
+    assert_eq!(code(&output), 2, "{decision}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // check: the clock
 // ------------------------------------------------------------------------------------------------

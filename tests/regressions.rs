@@ -1047,3 +1047,48 @@ fn regression_long_number_texts_cost_alike_from_bytes_and_pre_parsed() {
         pre_parsed.reasons
     );
 }
+
+/// Found in review of the escaping fix: request text still reached output raw — a member name
+/// in a reason's path (`to_text`), session names echoed on replay's ok lines, and a parser
+/// refusal quoting a 10,000-character unknown member whole (in the reason, the audit record
+/// and `capgate check`'s stderr).
+#[test]
+fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_refusals() {
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    justification "Regression."
+    payloadSchema {"additionalProperties": {"type": "string"}}
+  }
+}"#,
+    );
+    let key = "x\u{2028}ALLOW\u{9b}2K\u{7f}\nline";
+    let decision = engine.check_value(json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "payload": { key: 1 },
+    }));
+    assert_eq!(decision.decision, Verdict::Deny);
+    let text = decision.to_text();
+    for c in ['\u{2028}', '\u{9b}', '\u{7f}'] {
+        assert!(!text.contains(c), "U+{:04X} in {text:?}", u32::from(c));
+    }
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let name = "x".repeat(10_000);
+    let call = format!(r#"{{"skill":"s","operation":"call","resource":"tool:t","{name}\n":1}}"#)
+        .replace('\n', "\\n");
+    let decision = engine.check_slice(call.as_bytes());
+    assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+    let message = &decision.reasons[0].message;
+    assert!(
+        message.chars().count() < 300,
+        "{} characters",
+        message.chars().count()
+    );
+    assert!(!message.contains('\n'));
+    let session = capgate::Session::new(loaded(&lifetime_policy("process")), Default::default());
+    let results = session
+        .run_text(r#"{"begin_transaction": "t\nline 9: allow — skill `s`, capability `c`"}"#);
+    assert_eq!(results[0].text.lines().count(), 1, "{:?}", results[0].text);
+}

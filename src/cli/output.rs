@@ -19,11 +19,13 @@ pub fn exit_code(decision: &Decision) -> u8 {
     }
 }
 
-/// Whether every reason of a deny is about the request's input rather than a policy.
+/// Whether every reason of a deny is about the request's input rather than a policy: request
+/// validation, or a limit the request broke while a capability was evaluated (a `[*]` over
+/// `max_array_scan`: regression, it exited 1).
 fn is_input_refusal(decision: &Decision) -> bool {
     !decision.reasons.is_empty()
         && decision
             .reasons
             .iter()
-            .all(|reason| reason.capability.is_none() && reason.constraint == ReasonKind::Input)
+            .all(|reason| reason.constraint == ReasonKind::Input)
 }

@@ -226,7 +226,8 @@ impl Decision {
             }
             out.push_str(reason.constraint.as_str());
             if let Some(path) = &reason.path {
-                out.push_str(&format!(" {path}"));
+                // A path holds the request's member names.
+                out.push_str(&format!(" {}", printable(path)));
             }
             out.push_str(&format!(": {}", printable(&reason.message)));
             if let Some(source) = &reason.source {

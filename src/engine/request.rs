@@ -77,6 +77,20 @@ pub enum RequestError {
     Malformed(String),
 }
 
+/// A parser's refusal as a [`RequestError::Malformed`]: its message quotes request text (an
+/// unknown member's name, say), so it is cut to [`MALFORMED_MESSAGE_CHARS`] characters with its
+/// control characters escaped (regression: a 10,000-character member name went whole into the
+/// reason and the audit record, and raw escape sequences onto `capgate check`'s stderr).
+fn malformed(error: &impl std::fmt::Display) -> RequestError {
+    RequestError::Malformed(crate::value::truncate_str(
+        &error.to_string(),
+        MALFORMED_MESSAGE_CHARS,
+    ))
+}
+
+/// The longest message of a [`RequestError::Malformed`], in characters.
+const MALFORMED_MESSAGE_CHARS: usize = 256;
+
 impl RequestError {
     /// True for a well-formed request that breaks a limit (the engine denies it with reason
     /// `input`), false for input that is not a request at all.
@@ -141,7 +155,7 @@ impl Request {
             Request::deserialize(&mut deserializer)
                 .and_then(|request| deserializer.end().map(|()| request))
         });
-        let request = parsed.map_err(|e| RequestError::Malformed(e.to_string()))?;
+        let request = parsed.map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
         Ok(request)
     }
@@ -179,8 +193,7 @@ impl Request {
                 limit: limits.max_request_bytes,
             });
         }
-        let request: Request =
-            serde_json::from_value(value).map_err(|e| RequestError::Malformed(e.to_string()))?;
+        let request: Request = serde_json::from_value(value).map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
         Ok(request)
     }

@@ -83,13 +83,15 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
     Ok(match &constraint.kind {
         ConstraintKind::FieldEquals { path, rhs } => match rhs {
             EqualsRhs::Value(literal) => every(env, &path.node, optional, |found| {
-                json_eq(&found.to_json(), &literal.node)
+                Some(json_eq(&found.to_json(), &literal.node))
             })?,
             EqualsRhs::In(literals) => every(env, &path.node, optional, |found| {
                 let value = found.to_json();
-                literals
-                    .iter()
-                    .any(|literal| json_eq(&value, &literal.node))
+                Some(
+                    literals
+                        .iter()
+                        .any(|literal| json_eq(&value, &literal.node)),
+                )
             })?,
             EqualsRhs::Path(other) => equals_other(env, &path.node, &other.node, optional)?,
         },
@@ -113,26 +115,26 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
                 return Ok(false);
             };
             every(env, &path.node, optional, |found| match found {
-                Found::Json(Value::String(text)) => regex.is_match(text),
-                Found::Text(text) => regex.is_match(text),
+                Found::Json(Value::String(text)) => Some(regex.is_match(text)),
+                Found::Text(text) => Some(regex.is_match(text)),
                 // Not a string: nothing to match, and not a pass under `not` either.
-                Found::Json(_) => env.broken(),
+                Found::Json(_) => None,
             })?
         }
         ConstraintKind::FieldRange { subject, bounds } => match subject {
             RangeSubject::Field(path) => {
                 let uses_now = bounds.iter().any(|b| b.value == BoundValue::Now);
                 if uses_now {
-                    every(env, &path.node, optional, |found| match timestamp(found) {
-                        Some(t) => bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now))),
-                        None => env.broken(),
+                    every(env, &path.node, optional, |found| {
+                        timestamp(found)
+                            .map(|t| bounds.iter().all(|b| bound_holds(b, t.cmp(&env.now))))
                     })?
                 } else {
                     every(env, &path.node, optional, |found| match found {
                         Found::Json(Value::Number(n)) => {
-                            bounds.iter().all(|b| number_bound_holds(b, n))
+                            Some(bounds.iter().all(|b| number_bound_holds(b, n)))
                         }
-                        _ => env.broken(),
+                        _ => None,
                     })?
                 }
             }
@@ -216,13 +218,24 @@ fn every(
     env: &Env<'_>,
     path: &Path,
     optional: bool,
-    test: impl Fn(&Found<'_>) -> bool,
+    test: impl Fn(&Found<'_>) -> Option<bool>,
 ) -> Result<bool, Abort> {
-    Ok(reach(env, path)?.iter().all(|reached| match reached {
-        Reached::Value(found) => test(found),
-        Reached::Absent => optional,
-        Reached::Broken => env.broken(),
-    }))
+    // In order, stopping at the first value that decides: a failing value, or a broken one (a
+    // wrong shape on the way, or a value `test` cannot read, `None`), which decides the whole
+    // test as broken.
+    for reached in reach(env, path)? {
+        match reached {
+            Reached::Value(found) => match test(&found) {
+                Some(true) => {}
+                Some(false) => return Ok(false),
+                None => return Ok(env.broken()),
+            },
+            Reached::Absent if optional => {}
+            Reached::Absent => return Ok(false),
+            Reached::Broken => return Ok(env.broken()),
+        }
+    }
+    Ok(true)
 }
 
 /// `PATH == OTHER`: `OTHER` must name one present value, `optional` or not.
@@ -234,7 +247,7 @@ fn equals_other(env: &Env<'_>, path: &Path, other: &Path, optional: bool) -> Res
     };
     let other = other.to_json();
     every(env, path, optional, |found| {
-        json_eq(&found.to_json(), &other)
+        Some(json_eq(&found.to_json(), &other))
     })
 }
 
