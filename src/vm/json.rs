@@ -14,7 +14,6 @@ use std::sync::OnceLock;
 
 use serde_json::{Number, Value};
 
-use crate::bytes::bytes_eq;
 use crate::tape::{self, Kind, NodeRef};
 use crate::value::cmp_numbers;
 
@@ -213,9 +212,6 @@ pub trait Json<'r>: Copy + Debug + 'r {
 /// ([`Json::weight`], and `pattern` and `format` in the schema evaluator).
 pub(crate) const BYTES_PER_STEP: u64 = 64;
 
-/// Objects of at most this many members are searched by walking their entries ([`member`]).
-const LINEAR_LOOKUP_MEMBERS: usize = 16;
-
 /// True when `serde_json::Map` iterates in name order. It does unless some crate in the binary
 /// turns on serde_json's `preserve_order` (cedar-policy does), which makes it an insertion-ordered
 /// `IndexMap`; Cargo unifies features, so only the built binary knows. Asked once, of a two-member
@@ -228,21 +224,6 @@ pub fn value_maps_are_sorted() -> bool {
         map.insert("a".to_owned(), Value::Null);
         map.keys().next().map(String::as_str) == Some("a")
     })
-}
-
-/// The member `key` of `map`. A small map is searched by walking its entries, lengths first:
-/// fewer instructions than `Map::get` for the objects requests are made of, whether serde_json's
-/// map is a `BTreeMap` (key comparisons down a node) or, with `preserve_order`, an `IndexMap`
-/// (SipHash of the key on every lookup): 5,242 → 5,004 and 5,948 → ~4,470 instructions per
-/// scenario decision (docs/performance.md).
-#[inline]
-fn member<'r>(map: &'r serde_json::Map<String, Value>, key: &str) -> Option<&'r Value> {
-    if map.len() > LINEAR_LOOKUP_MEMBERS {
-        return map.get(key);
-    }
-    map.iter()
-        .find(|(name, _)| name.len() == key.len() && bytes_eq(name.as_bytes(), key.as_bytes()))
-        .map(|(_, value)| value)
 }
 
 /// [`Json::weight`] of a `Value`: its nodes, and its strings and keys by the byte. Recursive: a
@@ -298,7 +279,7 @@ impl<'r> Json<'r> for &'r Value {
     #[inline]
     fn get(self, key: &str) -> Option<Self> {
         match self {
-            Value::Object(map) => member(map, key),
+            Value::Object(map) => map.get(key),
             _ => None,
         }
     }
@@ -481,23 +462,6 @@ mod tests {
     use super::*;
     use crate::tape::Tape;
     use serde_json::json;
-
-    #[test]
-    fn a_member_is_found_alike_by_walking_and_by_the_maps_own_lookup() {
-        // Small maps are walked, larger ones looked up: both answer what `Map::get` answers,
-        // for present keys, absent ones of the same length, prefixes and the empty key.
-        for size in [0, 1, 2, 15, 16, 17, 40] {
-            let mut map = serde_json::Map::new();
-            for i in 0..size {
-                map.insert(format!("k{i:02}"), json!(i));
-            }
-            map.insert(String::new(), json!("empty"));
-            let object = Value::Object(map.clone());
-            for key in ["k00", "k15", "k16", "k39", "k99", "k0", "k000", "", "K00"] {
-                assert_eq!(Json::get(&object, key), map.get(key), "{size} {key:?}");
-            }
-        }
-    }
 
     #[test]
     fn value_member_order_is_probed_not_assumed() {
