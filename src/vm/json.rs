@@ -88,8 +88,8 @@ pub trait Json<'r>: Copy + Debug + 'r {
     fn len(self) -> usize;
     /// What reading this value whole costs, in schema steps (an upper bound on comparing it with
     /// another): one per value and key inside it (itself included), plus one per
-    /// [`BYTES_PER_STEP`] bytes of its strings and keys, decoded — alike for a `Value` and a tape
-    /// (a tape's numbers are read once, when it is parsed).
+    /// `BYTES_PER_STEP` (64) bytes of its strings and keys, decoded — alike for a `Value` and a
+    /// tape (a tape's numbers are read once, when it is parsed).
     fn weight(self) -> u64;
     /// An array's elements in order; nothing for anything else.
     fn elements(self) -> Self::Elements;
