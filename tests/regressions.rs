@@ -1092,3 +1092,101 @@ fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_
         .run_text(r#"{"begin_transaction": "t\nline 9: allow — skill `s`, capability `c`"}"#);
     assert_eq!(results[0].text.lines().count(), 1, "{:?}", results[0].text);
 }
+
+/// Found in review of the first fix for the case above, which ran a check again with
+/// undecidable tests taken to hold: sound only when they all sit under the same number of `not`s.
+/// `any { not A, B }` passed the first run through `not A` and the second through `B`, so
+/// `"user": "admin"` (or a repeated `role` with `"approvals": "many"`) was allowed by the engine
+/// and the reference alike. An undecidable test now counts as whatever fails its check, from its
+/// parity of `not`s (`VerifiedProgram::negated`).
+#[test]
+fn regression_an_undecidable_test_fails_its_check_whatever_the_nesting() {
+    let cases = [
+        (
+            r#"any {
+      not { fieldEquals payload.user.role == "admin" }
+      fieldEquals payload.user.approved == true
+    }"#,
+            "https://api.example.com/items",
+            json!({"user": "admin"}),
+        ),
+        (
+            r#"any {
+      not { fieldEquals resource.query.role == "admin" }
+      fieldRange payload.approvals >= 2
+    }"#,
+            "https://api.example.com/items?role=admin&role=admin",
+            json!({"approvals": "many"}),
+        ),
+        (
+            r#"not { all { fieldEquals payload.kind == "x" fieldEquals resource.query.role == "admin" } }"#,
+            "https://api.example.com/items?role=admin&role=admin",
+            json!({"kind": "x"}),
+        ),
+        (
+            r#"all { not { not { fieldRange payload.n > 1 } } not { fieldMatches payload.s ~ /a/ } }"#,
+            "https://api.example.com/items",
+            json!({"n": 5, "s": 7}),
+        ),
+    ];
+    for (constraint, resource, payload) in cases {
+        let cap = format!(
+            r#"skill "s" {{
+  version "1"
+  capability "c" {{
+    resource http "https://api.example.com/items"
+    operations GET
+    {constraint}
+  }}
+}}"#
+        );
+        let engine = engine(&cap);
+        let text = serde_json::to_vec(&json!({
+            "skill": "s", "operation": "GET", "resource": resource, "payload": payload,
+        }))
+        .unwrap();
+        let from_bytes = engine.check_slice(&text);
+        let pre_parsed = engine.check_value(serde_json::from_slice(&text).unwrap());
+        let file = capgate::syntax::parse(capgate::span::FileId::default(), &cap).unwrap();
+        let request: Request = serde_json::from_slice(&text).unwrap();
+        let reference =
+            capgate::reference::decide(&[file], &request, "2026-12-01T12:00:00Z".parse().unwrap());
+        assert_eq!(
+            from_bytes.decision,
+            Verdict::Deny,
+            "{constraint}: {from_bytes:?}"
+        );
+        assert_eq!(pre_parsed.decision, Verdict::Deny, "{constraint}");
+        assert_eq!(reference.verdict, Verdict::Deny, "{constraint}");
+        // The reason says the constraint could not be decided, and names the value.
+        let message = &from_bytes.reasons[0].message;
+        assert!(
+            message.contains("cannot be decided"),
+            "{constraint}: {message}"
+        );
+    }
+    // The same shapes still allow what they should.
+    let engine = engine(
+        r#"skill "s" {
+  version "1"
+  capability "c" {
+    resource http "https://api.example.com/items"
+    operations GET
+    any {
+      not { fieldEquals payload.user.role == "admin" }
+      fieldEquals payload.user.approved == true
+    }
+  }
+}"#,
+    );
+    for payload in [
+        json!({"user": {"role": "viewer"}}),
+        json!({"user": {"role": "admin", "approved": true}}),
+    ] {
+        let decision = engine.check_value(json!({
+            "skill": "s", "operation": "GET", "resource": "https://api.example.com/items",
+            "payload": payload,
+        }));
+        assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+    }
+}

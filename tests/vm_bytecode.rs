@@ -228,10 +228,9 @@ fn steps_stay_within_the_documented_bound() {
         with_input(payload, |input| {
             let (_, steps) = run_counted(&verified, input).unwrap();
             let tests = code.iter().filter(|op| op.is_test()).count() as u64;
-            // docs/bytecode.md: a check may run twice (a broken path under `not`).
-            assert!(steps.instructions <= 2 * code.len() as u64);
+            assert!(steps.instructions <= code.len() as u64);
             assert!(
-                steps.visits <= 2 * tests * (nodes + 2),
+                steps.visits <= tests * (nodes + 2),
                 "{steps:?} nodes={nodes}"
             );
         });

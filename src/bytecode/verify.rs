@@ -31,6 +31,8 @@ pub struct VerifiedProgram {
     reads_clock: bool,
     /// Per check: [`VerifiedProgram::self_contained`].
     self_contained: Vec<bool>,
+    /// Per instruction: [`VerifiedProgram::negated`].
+    negated: Vec<bool>,
 }
 
 impl VerifiedProgram {
@@ -59,6 +61,15 @@ impl VerifiedProgram {
         lookup(&self.self_contained, check)
             .copied()
             .unwrap_or(false)
+    }
+
+    /// True when the value of the test at instruction `at` reaches its check's `Require` through
+    /// an odd number of `Not`s: the check holds *less* often when the test holds. A test that
+    /// cannot decide (a broken value) answers this, so it counts as whatever fails its check
+    /// ([`crate::vm`]); every check is monotone in each test, increasing or decreasing by this
+    /// parity, so that is the check's value under the worst answer of every such test.
+    pub fn negated(&self, at: usize) -> bool {
+        self.negated.get(at).copied().unwrap_or(false)
     }
 }
 
@@ -116,6 +127,8 @@ pub enum VerifyReason {
     BadCheckRange,
     /// The debug table does not have one entry per instruction.
     DebugTableMismatch,
+    /// A test's value cannot be followed to a `Require` (see [`VerifiedProgram::negated`]).
+    UntraceableTest,
 }
 
 impl fmt::Display for VerifyReason {
@@ -137,6 +150,9 @@ impl fmt::Display for VerifyReason {
                 write!(f, "stack height {first} on one path and {other} on another")
             }
             VerifyReason::FallsOffEnd => f.write_str("control falls off the end"),
+            VerifyReason::UntraceableTest => {
+                f.write_str("a test's value cannot be followed to the check that requires it")
+            }
             VerifyReason::AcceptWithStack(n) => write!(f, "accept with {n} values on the stack"),
             VerifyReason::BadCheckRange => f.write_str("check code range outside the program"),
             VerifyReason::DebugTableMismatch => {
@@ -310,12 +326,58 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         .iter()
         .any(|op| matches!(op, Op::RangeNow { .. } | Op::Window { .. }));
     let self_contained = self_contained_checks(&program, &heights);
+    let negated = negated_tests(&program).ok_or(VerifyError {
+        at: 0,
+        reason: VerifyReason::UntraceableTest,
+    })?;
     Ok(VerifiedProgram {
         program,
         max_stack: max_height,
         reads_clock,
         self_contained,
+        negated,
     })
+}
+
+/// [`VerifiedProgram::negated`] for every instruction, by following which tests' values make up
+/// each stack slot along the straight-line code: a test pushes a slot of itself; `Not` flips the
+/// parity of every test in the top slot; `OrElse`/`AndThen` carry the top slot to their target
+/// when they jump (its tests reach the result there past the instructions in between) and drop
+/// it when they fall through, so the tests join the slot on top when the target is reached;
+/// `Require` consumes the top slot. Jumps are forward (checked before), so one pass sees every
+/// path. `None` when the code does not follow that shape (a slot missing where one is needed).
+fn negated_tests(program: &Program) -> Option<Vec<bool>> {
+    let len = program.code.len();
+    let mut negated = vec![false; len];
+    let mut stack: Vec<Vec<usize>> = Vec::new();
+    // Tests carried to each jump target, waiting for the code to reach it.
+    let mut pending: Vec<Vec<usize>> = vec![Vec::new(); len + 1];
+    for (at, op) in program.code.iter().enumerate() {
+        let arriving = std::mem::take(pending.get_mut(at)?);
+        if !arriving.is_empty() {
+            stack.last_mut()?.extend(arriving);
+        }
+        match op {
+            Op::Push(_) => stack.push(Vec::new()),
+            Op::Not => {
+                for &test in stack.last()? {
+                    let flag = negated.get_mut(test)?;
+                    *flag = !*flag;
+                }
+            }
+            Op::OrElse { target } | Op::AndThen { target } => {
+                let carried = stack.pop()?;
+                pending.get_mut(target.to_usize())?.extend(carried);
+            }
+            Op::Require { .. } => {
+                stack.pop()?;
+            }
+            Op::Accept => {}
+            _ if op.is_test() => stack.push(vec![at]),
+            _ => return None,
+        }
+    }
+    Some(negated)
 }
 
 /// [`VerifiedProgram::self_contained`] for every check: O(L + C log C) for L instructions and C

@@ -985,40 +985,41 @@ fn explain_failure<'r, J: Json<'r>>(
         }
     };
     let failing: Vec<&TestReport> = reports.iter().filter(|r| !r.holds).collect();
+    let broken: Vec<&TestReport> = reports.iter().filter(|r| r.broken).collect();
+    let described = |reports: &[&TestReport]| {
+        reports
+            .iter()
+            .map(|r| match &r.path {
+                Some(p) => format!("{p}: {}", r.message),
+                None => r.message.clone(),
+            })
+            .collect::<Vec<String>>()
+            .join("; ")
+    };
     let (path, message) = match constraint {
+        // A value a test could not decide on counted as whatever fails the check: say so, and
+        // which value (regression: "the negated constraint holds" for a repeated parameter).
+        ReasonKind::Not | ReasonKind::Any | ReasonKind::All if !broken.is_empty() => (
+            broken.first().and_then(|r| r.path.clone()),
+            format!(
+                "the constraint cannot be decided on this request, and a value it cannot decide \
+                 on is never a pass: {}",
+                described(&broken)
+            ),
+        ),
         ReasonKind::Not => {
             let held: Vec<&str> = reports
                 .iter()
                 .filter(|r| r.holds)
                 .map(|r| r.message.as_str())
                 .collect();
-            if held.is_empty() {
-                // Nothing inside held: the check failed on a broken path (a repeated query
-                // parameter, a value of the wrong shape or type), which `not` does not pass.
-                let messages: Vec<String> = failing
+            (
+                reports
                     .iter()
-                    .map(|r| match &r.path {
-                        Some(p) => format!("{p}: {}", r.message),
-                        None => r.message.clone(),
-                    })
-                    .collect();
-                (
-                    failing.first().and_then(|r| r.path.clone()),
-                    format!(
-                        "the negated constraint cannot be decided on this request, so its \
-                         negation does not hold: {}",
-                        messages.join("; ")
-                    ),
-                )
-            } else {
-                (
-                    reports
-                        .iter()
-                        .find(|r| r.holds)
-                        .and_then(|r| r.path.clone()),
-                    format!("the negated constraint holds: {}", held.join("; ")),
-                )
-            }
+                    .find(|r| r.holds)
+                    .and_then(|r| r.path.clone()),
+                format!("the negated constraint holds: {}", held.join("; ")),
+            )
         }
         ReasonKind::Any => {
             let messages: Vec<String> = failing

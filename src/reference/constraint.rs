@@ -31,18 +31,16 @@ pub(super) struct Env<'a> {
     pub(super) bindings: &'a Bindings<'a>,
     pub(super) now: DateTime<Utc>,
     pub(super) max_array_scan: usize,
-    /// A constraint being checked met a broken path (a value of the wrong shape, a repeated
-    /// query parameter).
-    pub(super) saw_broken: std::cell::Cell<bool>,
-    /// The constraint is being checked again with broken paths taken to hold.
-    pub(super) broken_holds: std::cell::Cell<bool>,
+    /// The constraint being checked sits under an odd number of `not`s.
+    pub(super) negated: std::cell::Cell<bool>,
 }
 
 impl Env<'_> {
-    /// What a test that met a broken path counts as, noting that one was met.
+    /// What a test that cannot decide (a value of the wrong shape or type, a repeated query
+    /// parameter) counts as: whatever fails the top-level constraint — false, or true under an
+    /// odd number of `not`s.
     fn broken(&self) -> bool {
-        self.saw_broken.set(true);
-        self.broken_holds.get()
+        self.negated.get()
     }
 }
 
@@ -53,7 +51,7 @@ pub(super) fn first_failing(
     constraints: &[Constraint],
 ) -> Result<Option<&'static str>, Abort> {
     for constraint in constraints {
-        if !holds_whole(env, constraint)? {
+        if !holds(env, constraint)? {
             return Ok(Some(constraint.kind.name()));
         }
     }
@@ -61,23 +59,6 @@ pub(super) fn first_failing(
 }
 
 /// Whether one constraint holds.
-/// A top-level constraint: it holds when it holds with every test that meets a broken path
-/// failing, and also with every such test holding — so `not` never turns a broken path (a value
-/// of the wrong shape, a repeated query parameter) into a pass (`docs/semantics.md`).
-fn holds_whole(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abort> {
-    env.saw_broken.set(false);
-    if !holds(env, constraint)? {
-        return Ok(false);
-    }
-    if !env.saw_broken.get() {
-        return Ok(true);
-    }
-    env.broken_holds.set(true);
-    let again = holds(env, constraint);
-    env.broken_holds.set(false);
-    again
-}
-
 pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abort> {
     let optional = constraint.optional;
     Ok(match &constraint.kind {
@@ -208,7 +189,12 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             }
             all
         }
-        ConstraintKind::Not(inner) => !holds(env, inner)?,
+        ConstraintKind::Not(inner) => {
+            env.negated.set(!env.negated.get());
+            let inner = holds(env, inner);
+            env.negated.set(!env.negated.get());
+            !inner?
+        }
     })
 }
 

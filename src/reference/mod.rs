@@ -146,8 +146,7 @@ pub fn decide_with_limits(
             bindings: &bindings,
             now,
             max_array_scan: limits.max_array_scan,
-            saw_broken: std::cell::Cell::new(false),
-            broken_holds: std::cell::Cell::new(false),
+            negated: std::cell::Cell::new(false),
         };
         match constraint::first_failing(&env, &capability.constraints) {
             // A limit breached while evaluating denies the whole request, naming the capability.

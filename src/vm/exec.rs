@@ -61,6 +61,10 @@ pub struct TestReport {
     pub path: Option<String>,
     /// A one-line explanation; for a test that held, a short description of what was checked.
     pub message: String,
+    /// The test met a value it cannot decide on (a wrong shape, a repeated query parameter, a
+    /// value of the wrong type for it) and counted as whatever fails its check: `holds` is then
+    /// true under an odd number of `not`s.
+    pub broken: bool,
 }
 
 /// Receives test results during [`trace`].
@@ -78,11 +82,6 @@ pub struct Steps {
     pub instructions: u64,
     /// Values visited by tests (path leaves and array elements).
     pub visits: u64,
-    /// A test of the current check met a broken path: a value of the wrong shape, or a query
-    /// parameter given more than once.
-    broken: bool,
-    /// The check is being run again with such a test taken to hold ([`recheck`]).
-    broken_holds: bool,
 }
 
 struct Stack {
@@ -256,8 +255,6 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     let mut stack = Stack::new();
     let mut first_failure = None;
     let mut pc = start;
-    // Where the check being run began (its first instruction follows the previous `Require`).
-    let mut check_start = start;
     loop {
         let op = program
             .code
@@ -286,18 +283,7 @@ fn execute<'r, J: Json<'r>, S: Sink>(
                 }
             }
             Op::Require { check } => {
-                let mut holds = stack.pop()?;
-                if std::mem::take(&mut steps.broken) && holds {
-                    // A test of this check met a broken path and counted as failing, and the
-                    // check held: it holds only if it also holds with such tests taken to hold,
-                    // so a `not` cannot turn a repeated query parameter or a value of the wrong
-                    // shape into a pass (regression: HTTP parameter pollution got past
-                    // `not { fieldEquals resource.query.role == "admin" }`). A check that is
-                    // not self-contained cannot be run alone: it fails.
-                    holds = verified.self_contained(check)
-                        && recheck(program, input, check_start, pc, steps)?;
-                }
-                check_start = next;
+                let holds = stack.pop()?;
                 sink.require(check, holds);
                 if !holds {
                     if !keep_going {
@@ -310,84 +296,22 @@ fn execute<'r, J: Json<'r>, S: Sink>(
                 return Ok(first_failure.map_or(Outcome::Accepted, Outcome::Failed));
             }
             _ => {
+                // A test that cannot decide counts as whatever fails its check: false, or true
+                // under an odd number of `not`s (`VerifiedProgram::negated`). Regression: it
+                // counted as false everywhere, so `not` passed a repeated query parameter or a
+                // value of the wrong shape (HTTP parameter pollution got past
+                // `not { fieldEquals resource.query.role == "admin" }`).
+                let negated = verified.negated(pc);
                 let holds = if S::EXPLAIN && pc < explain_from {
-                    test::<J, Silent>(program, op, pc, input, &mut Silent, steps)?
+                    test::<J, Silent>(program, op, pc, input, &mut Silent, steps, negated)?
                 } else {
-                    test::<J, S>(program, op, pc, input, sink, steps)?
+                    test::<J, S>(program, op, pc, input, sink, steps, negated)?
                 };
                 stack.push(holds)?;
             }
         }
         if next <= pc {
             return Err(VmError::Internal("backward jump in a verified program"));
-        }
-        pc = next;
-    }
-}
-
-/// Runs the check whose code is `from..require` (ending in its `Require`) again, silently, with
-/// every test that meets a broken path taken to hold; returns what the check then computes.
-fn recheck<'r, J: Json<'r>>(
-    program: &Program,
-    input: &Input<'_, J>,
-    from: usize,
-    require: usize,
-    steps: &mut Steps,
-) -> Result<bool, VmError> {
-    steps.broken_holds = true;
-    let result = recheck_run(program, input, from, require, steps);
-    steps.broken_holds = false;
-    steps.broken = false;
-    result
-}
-
-fn recheck_run<'r, J: Json<'r>>(
-    program: &Program,
-    input: &Input<'_, J>,
-    from: usize,
-    require: usize,
-    steps: &mut Steps,
-) -> Result<bool, VmError> {
-    let mut stack = Stack::new();
-    let mut pc = from;
-    loop {
-        let op = program
-            .code
-            .get(pc)
-            .ok_or(VmError::Internal("control fell off a verified program"))?;
-        steps.instructions += 1;
-        let mut next = pc + 1;
-        match *op {
-            Op::Push(value) => stack.push(value)?,
-            Op::Not => {
-                let value = stack.pop()?;
-                stack.push(!value)?;
-            }
-            Op::OrElse { target } => {
-                if stack.peek()? {
-                    next = target.to_usize();
-                } else {
-                    stack.pop()?;
-                }
-            }
-            Op::AndThen { target } => {
-                if stack.peek()? {
-                    stack.pop()?;
-                } else {
-                    next = target.to_usize();
-                }
-            }
-            Op::Require { .. } if pc == require => return stack.pop(),
-            Op::Require { .. } | Op::Accept => {
-                return Err(VmError::Internal("a check ran into another"));
-            }
-            _ => {
-                let holds = test::<J, Silent>(program, op, pc, input, &mut Silent, steps)?;
-                stack.push(holds)?;
-            }
-        }
-        if next <= pc || next > require {
-            return Err(VmError::Internal("a check jumped out of its code"));
         }
         pc = next;
     }
@@ -423,6 +347,7 @@ fn test<'r, J: Json<'r>, S: Sink>(
     input: &Input<'_, J>,
     sink: &mut S,
     steps: &mut Steps,
+    negated: bool,
 ) -> Result<bool, VmError> {
     let mut seen = Seen::default();
     let mut trail = SegmentTrail::default();
@@ -642,6 +567,7 @@ fn test<'r, J: Json<'r>, S: Sink>(
                     holds,
                     path,
                     message,
+                    broken: false,
                 });
             }
             return Ok(holds);
@@ -664,6 +590,7 @@ fn test<'r, J: Json<'r>, S: Sink>(
                     holds,
                     path: None,
                     message,
+                    broken: false,
                 });
             }
             return Ok(holds);
@@ -682,25 +609,22 @@ fn test<'r, J: Json<'r>, S: Sink>(
             limit: input.max_array_scan,
         });
     }
+    // A value the test cannot decide on: it counts as whatever fails its check.
+    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))
+        || (mistyped && result == Err(Stop::Rejected));
+    let holds = if broken { negated } else { result.is_ok() };
     if S::EXPLAIN {
         let concrete = path.map(|p| concrete_path(p, &trail));
         let message = super::explain::test_message(program, op, result, &seen, input);
         sink.test(TestReport {
             at,
-            holds: result.is_ok(),
+            holds,
             path: concrete,
             message,
+            broken,
         });
     }
-    if let Err(Stop::WrongShape(_) | Stop::Ambiguous) = result {
-        steps.broken = true;
-        return Ok(steps.broken_holds);
-    }
-    if mistyped && result == Err(Stop::Rejected) {
-        steps.broken = true;
-        return Ok(steps.broken_holds);
-    }
-    Ok(result.is_ok())
+    Ok(holds)
 }
 
 /// The concrete path of the value a test stopped at.
