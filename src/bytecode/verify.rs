@@ -345,17 +345,42 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
 /// when they jump (its tests reach the result there past the instructions in between) and drop
 /// it when they fall through, so the tests join the slot on top when the target is reached;
 /// `Require` consumes the top slot. Jumps are forward (checked before), so one pass sees every
-/// path. `None` when the code does not follow that shape (a slot missing where one is needed).
+/// path — provided the code between a jump and its target never touches the slots below the
+/// one it carries (those travel with the jump unchanged; regression: a crafted program popped
+/// one on the fall-through path and negated it on the jump path, and got the wrong parity) and
+/// reaches the target with exactly one slot above them, as compiled code does. `None` for code
+/// of any other shape, which the verifier refuses.
 fn negated_tests(program: &Program) -> Option<Vec<bool>> {
     let len = program.code.len();
     let mut negated = vec![false; len];
     let mut stack: Vec<Vec<usize>> = Vec::new();
     // Tests carried to each jump target, waiting for the code to reach it.
     let mut pending: Vec<Vec<usize>> = vec![Vec::new(); len + 1];
+    // Jumps not yet reached: (target, slots below the carried one, which nothing may touch).
+    let mut open: Vec<(usize, usize)> = Vec::new();
     for (at, op) in program.code.iter().enumerate() {
+        let mut arrived = false;
+        for &(_, floor) in open.iter().filter(|(target, _)| *target == at) {
+            if stack.len() != floor + 1 {
+                return None;
+            }
+            arrived = true;
+        }
+        if arrived {
+            open.retain(|(target, _)| *target != at);
+        }
         let arriving = std::mem::take(pending.get_mut(at)?);
         if !arriving.is_empty() {
             stack.last_mut()?.extend(arriving);
+        }
+        // An instruction that reads the top slot may not reach below an open jump's floor.
+        let guard = open.iter().map(|(_, floor)| *floor).max().unwrap_or(0);
+        let touches_top = matches!(
+            op,
+            Op::Not | Op::OrElse { .. } | Op::AndThen { .. } | Op::Require { .. }
+        );
+        if touches_top && stack.len() <= guard {
+            return None;
         }
         match op {
             Op::Push(_) => stack.push(Vec::new()),
@@ -368,10 +393,12 @@ fn negated_tests(program: &Program) -> Option<Vec<bool>> {
             Op::OrElse { target } | Op::AndThen { target } => {
                 let carried = stack.pop()?;
                 pending.get_mut(target.to_usize())?.extend(carried);
+                open.push((target.to_usize(), stack.len()));
             }
             Op::Require { .. } => {
                 stack.pop()?;
             }
+            Op::Accept if !open.is_empty() => return None,
             Op::Accept => {}
             _ if op.is_test() => stack.push(vec![at]),
             _ => return None,

@@ -984,8 +984,17 @@ fn explain_failure<'r, J: Json<'r>>(
             };
         }
     };
-    let failing: Vec<&TestReport> = reports.iter().filter(|r| !r.holds).collect();
     let broken: Vec<&TestReport> = reports.iter().filter(|r| r.broken).collect();
+    // The tests that could not decide explain the deny only when the check would have held had
+    // they given the answer that helps it; otherwise a decided test failed the check on its own
+    // and is named (regression: an undecidable test in an `any` that held anyway took the place
+    // of the failure that mattered).
+    let undecidable = !broken.is_empty()
+        && crate::vm::undecidable_tests_decide(&capability.program, input, check).unwrap_or(true);
+    let failing: Vec<&TestReport> = reports
+        .iter()
+        .filter(|r| !r.holds && (!r.broken || undecidable))
+        .collect();
     let described = |reports: &[&TestReport]| {
         reports
             .iter()
@@ -999,7 +1008,7 @@ fn explain_failure<'r, J: Json<'r>>(
     let (path, message) = match constraint {
         // A value a test could not decide on counted as whatever fails the check: say so, and
         // which value (regression: "the negated constraint holds" for a repeated parameter).
-        ReasonKind::Not | ReasonKind::Any | ReasonKind::All if !broken.is_empty() => (
+        _ if undecidable => (
             broken.first().and_then(|r| r.path.clone()),
             format!(
                 "the constraint cannot be decided on this request, and a value it cannot decide \
@@ -1010,7 +1019,7 @@ fn explain_failure<'r, J: Json<'r>>(
         ReasonKind::Not => {
             let held: Vec<&str> = reports
                 .iter()
-                .filter(|r| r.holds)
+                .filter(|r| r.holds && !r.broken)
                 .map(|r| r.message.as_str())
                 .collect();
             (

@@ -54,7 +54,7 @@ pub enum VmError {
 pub struct TestReport {
     /// The instruction position.
     pub at: usize,
-    /// Whether the test held.
+    /// Whether the test held (false for a test that could not decide: see `broken`).
     pub holds: bool,
     /// The concrete path of the offending value (`payload.attendees[4].email`), when it failed
     /// on one.
@@ -62,8 +62,8 @@ pub struct TestReport {
     /// A one-line explanation; for a test that held, a short description of what was checked.
     pub message: String,
     /// The test met a value it cannot decide on (a wrong shape, a repeated query parameter, a
-    /// value of the wrong type for it) and counted as whatever fails its check: `holds` is then
-    /// true under an odd number of `not`s.
+    /// value of the wrong type for it). Its check counted it as whatever fails the check — as
+    /// true under an odd number of `not`s — whatever `holds` says.
     pub broken: bool,
 }
 
@@ -82,6 +82,9 @@ pub struct Steps {
     pub instructions: u64,
     /// Values visited by tests (path leaves and array elements).
     pub visits: u64,
+    /// Tests that cannot decide take the answer that helps their check, not the one that fails
+    /// it ([`undecidable_tests_decide`] only).
+    lenient: bool,
 }
 
 struct Stack {
@@ -190,6 +193,46 @@ pub fn trace_check<'r, J: Json<'r>, T: Tracer>(
         0
     };
     traced(program, input, tracer, false, from, start)
+}
+
+/// Whether check `check` would hold if every test that could not decide had given the answer
+/// that helps it: when it would, those tests decided its failure (the deny says the value could
+/// not be decided); when not, another test failed it on its own. For explaining a deny only.
+pub fn undecidable_tests_decide<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    check: CheckIdx,
+) -> Result<bool, VmError> {
+    let start = lookup(&program.program().checks, check)
+        .map_or(0, |info| usize::try_from(info.code_start).unwrap_or(0));
+    let from = if program.self_contained(check) {
+        start
+    } else {
+        0
+    };
+    let mut steps = Steps {
+        lenient: true,
+        ..Steps::default()
+    };
+    let mut sink = RequireOf { check, holds: None };
+    execute(program, input, &mut sink, true, from, 0, &mut steps)?;
+    Ok(sink.holds == Some(true))
+}
+
+/// Records what one check's `Require` saw.
+struct RequireOf {
+    check: CheckIdx,
+    holds: Option<bool>,
+}
+
+impl Sink for RequireOf {
+    const EXPLAIN: bool = false;
+    fn test(&mut self, _report: TestReport) {}
+    fn require(&mut self, check: CheckIdx, holds: bool) {
+        if check == self.check {
+            self.holds = Some(holds);
+        }
+    }
 }
 
 /// Runs from instruction `start`, reporting the tests at or after `explain_from` to `tracer`.
@@ -612,19 +655,22 @@ fn test<'r, J: Json<'r>, S: Sink>(
     // A value the test cannot decide on: it counts as whatever fails its check.
     let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))
         || (mistyped && result == Err(Stop::Rejected));
-    let holds = if broken { negated } else { result.is_ok() };
     if S::EXPLAIN {
         let concrete = path.map(|p| concrete_path(p, &trail));
         let message = super::explain::test_message(program, op, result, &seen, input);
         sink.test(TestReport {
             at,
-            holds,
+            holds: result.is_ok(),
             path: concrete,
             message,
             broken,
         });
     }
-    Ok(holds)
+    Ok(if broken {
+        negated != steps.lenient
+    } else {
+        result.is_ok()
+    })
 }
 
 /// The concrete path of the value a test stopped at.

@@ -21,7 +21,7 @@ pub mod window;
 
 pub use exec::{
     Outcome, Steps, TestReport, Tracer, VmError, format_nanos, nanos, parse_timestamp, run,
-    run_counted, trace, trace_check, trace_from,
+    run_counted, trace, trace_check, trace_from, undecidable_tests_decide,
 };
 pub use input::Input;
 pub use json::Json;
