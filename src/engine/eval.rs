@@ -792,21 +792,26 @@ fn allow(
     }
 }
 
-/// The lifetime of `capability` as it is now, which a grant issued under an older revision of
-/// `skill` must also satisfy (`None` for lifetimes without grants).
-fn lifetime_bound(skill: &CompiledSkill, capability: &CompiledCapability) -> Option<LifetimeBound> {
-    let lifetime = match capability.lifetime {
-        LifetimeSpec::Call(uses) => GrantLifetime::Calls(uses),
+/// The grant lifetime of a `lifetime call N` or `lifetime wallClock D` capability; `None` for
+/// lifetimes that need no grant (`process`, `transaction`).
+pub(super) fn grant_lifetime(spec: LifetimeSpec) -> Option<GrantLifetime> {
+    match spec {
+        LifetimeSpec::Call(uses) => Some(GrantLifetime::Calls(uses)),
         LifetimeSpec::WallClock {
             duration,
             renewable,
-        } => GrantLifetime::WallClock {
+        } => Some(GrantLifetime::WallClock {
             duration,
             renewable,
-        },
-        LifetimeSpec::Transaction | LifetimeSpec::Process => return None,
-    };
-    Some(LifetimeBound::new(skill.revision, lifetime))
+        }),
+        LifetimeSpec::Transaction | LifetimeSpec::Process => None,
+    }
+}
+
+/// The lifetime of `capability` as it is now, which a grant issued under an older revision of
+/// `skill` must also satisfy (`None` for lifetimes without grants).
+fn lifetime_bound(skill: &CompiledSkill, capability: &CompiledCapability) -> Option<LifetimeBound> {
+    grant_lifetime(capability.lifetime).map(|lifetime| LifetimeBound::new(skill.revision, lifetime))
 }
 
 fn reason_for(capability: &CompiledCapability, constraint: ReasonKind, message: String) -> Reason {

@@ -30,7 +30,7 @@ pub use request::{
     parse_strict_json,
 };
 
-use crate::bytecode::program::{CompiledSkill, LifetimeSpec};
+use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
@@ -512,20 +512,10 @@ impl Engine {
                     skill: skill.to_owned(),
                     capability: capability.to_owned(),
                 })?;
-        let lifetime = match cap.lifetime {
-            LifetimeSpec::Call(n) => GrantLifetime::Calls(n),
-            LifetimeSpec::WallClock {
-                duration,
-                renewable,
-            } => GrantLifetime::WallClock {
-                duration,
-                renewable,
-            },
-            // Process and transaction lifetimes need no token; a grant for them is recorded
-            // as a one-call grant so the token is still valid, revocable and pinned, but the
-            // engine does not require or consume it.
-            LifetimeSpec::Process | LifetimeSpec::Transaction => GrantLifetime::Calls(1),
-        };
+        // Process and transaction lifetimes need no token; a grant for them is recorded as a
+        // one-call grant so the token is still valid, revocable and pinned, but the engine does
+        // not require or consume it.
+        let lifetime = eval::grant_lifetime(cap.lifetime).unwrap_or(GrantLifetime::Calls(1));
         let token = token
             .unwrap_or_else(|| format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed)));
         store.issue_grant(NewGrant {

@@ -185,6 +185,13 @@ pub fn trace_check<'r, J: Json<'r>, T: Tracer>(
     tracer: &mut T,
     check: CheckIdx,
 ) -> Result<Outcome, VmError> {
+    let (from, start) = check_entry(program, check);
+    traced(program, input, tracer, false, from, start)
+}
+
+/// Where to run check `check` from to get its result, and where its own code starts: its first
+/// instruction when the check is self-contained, else the start of the program.
+fn check_entry(program: &VerifiedProgram, check: CheckIdx) -> (usize, usize) {
     let start = lookup(&program.program().checks, check)
         .map_or(0, |info| usize::try_from(info.code_start).unwrap_or(0));
     let from = if program.self_contained(check) {
@@ -192,7 +199,7 @@ pub fn trace_check<'r, J: Json<'r>, T: Tracer>(
     } else {
         0
     };
-    traced(program, input, tracer, false, from, start)
+    (from, start)
 }
 
 /// Whether check `check` would hold if every test that could not decide had given the answer
@@ -203,13 +210,7 @@ pub fn undecidable_tests_decide<'r, J: Json<'r>>(
     input: &Input<'_, J>,
     check: CheckIdx,
 ) -> Result<bool, VmError> {
-    let start = lookup(&program.program().checks, check)
-        .map_or(0, |info| usize::try_from(info.code_start).unwrap_or(0));
-    let from = if program.self_contained(check) {
-        start
-    } else {
-        0
-    };
+    let (from, _) = check_entry(program, check);
     let mut steps = Steps {
         lenient: true,
         ..Steps::default()

@@ -770,10 +770,19 @@ impl ResourcePattern {
     /// True when `request` matches this template; on a match `bindings` holds the `{name}`
     /// values (slot `i` = `self.bindings()[i]`), otherwise it is left empty.
     pub fn matches<'a>(&self, request: &RequestResource<'a>, bindings: &mut Bindings<'a>) -> bool {
+        if self.kind() == request.kind && self.origin_matches(request) {
+            self.match_path(request.path, request.plain, bindings)
+        } else {
+            bindings.clear();
+            false
+        }
+    }
+
+    /// Matches `path` against the template's segments, leaving `bindings` as
+    /// [`ResourcePattern::matches`] documents: this template's slots on a match, empty otherwise.
+    fn match_path<'a>(&self, path: &'a str, plain: bool, bindings: &mut Bindings<'a>) -> bool {
         bindings.reset(self.bindings().len());
-        let matched = self.kind() == request.kind
-            && self.origin_matches(request)
-            && self.path_matches(request.path, request.plain, bindings);
+        let matched = self.path_matches(path, plain, bindings);
         if !matched {
             bindings.clear();
         }
@@ -824,11 +833,7 @@ impl ResourcePattern {
             plain: true,
         };
         // Kind and origin are this template's by construction: only the path is left to match.
-        bindings.reset(self.bindings().len());
-        let matched = self.path_matches(path, true, bindings);
-        if !matched {
-            bindings.clear();
-        }
+        let matched = self.match_path(path, true, bindings);
         Some((resource, matched))
     }
 
