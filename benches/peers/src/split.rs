@@ -4,13 +4,20 @@
 //! decision on a tape parsed once (`Engine::check_doc`, request view included); parse then
 //! decide in one loop; `check_slice`; and `check` pre-parsed. Then the same request with every
 //! member no check reads removed (the ceiling of a projection that skipped them for free), the
-//! floor and `check_slice` on it. Prints nanoseconds per call for each loop and round.
+//! floor and `check_slice` on it. Then two bounds on a tape-based design: C1-C6 written by hand
+//! over capgate's tape (parse included), and `check_doc` on an engine whose skill has the same
+//! resource and operation but no constraints (what the engine spends around a capability's
+//! checks). Prints nanoseconds per call for each loop and round.
+//!
+//! `PEERS_SPLIT_LOOP=engine|bare|hand` instead runs one of `check_doc` (the scenario's engine),
+//! `check_doc` (the engine without constraints) or the hand-written tape decision
+//! `PEERS_ITERATIONS` times (default 1,000,000) and exits, for perf or callgrind.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use capgate::tape::Tape;
-use capgate::{Engine, Limits, Request, Verdict};
+use capgate::tape::{Kind, NodeRef, Tape};
+use capgate::{Engine, Limits, PolicyFormat, PolicyLoader, Request, Verdict};
 use serde_json::Value;
 
 use crate::baseline;
@@ -38,6 +45,72 @@ fn slim(bytes: &[u8]) -> Vec<u8> {
     serde_json::to_vec(&request).unwrap()
 }
 
+/// C1-C6 written by hand over a tape that capgate's parser fills from `bytes` (the parse is
+/// part of the call): what a tape-based design would take if its decision cost no more than
+/// hand-written Rust. Reads the request members with [`capgate::tape::NodeRef::get`], as the
+/// engine's request view does not (it walks the root's members once).
+fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
+    let Ok(doc) = tape.parse(bytes, depth) else {
+        return false;
+    };
+    let root = doc.root();
+    let text = |node: Option<NodeRef<'_>>, wanted: &dyn Fn(&str) -> bool| {
+        node.and_then(NodeRef::as_str).is_some_and(|s| wanted(&s))
+    };
+    let calendar_allowed = |resource: &str| {
+        resource
+            .strip_prefix("https://calendar.example.com/v3/calendars/")
+            .and_then(|rest| rest.strip_suffix("/events"))
+            .is_some_and(|calendar| calendar == "primary" || calendar == "team")
+    };
+    // C3 without a regex: `[^@]+@example\.com` as a whole-string match.
+    let on_domain = |email: &str| {
+        email
+            .strip_suffix("@example.com")
+            .is_some_and(|local| !local.is_empty() && !local.contains('@'))
+    };
+    let (Some(payload), Some(agent)) = (root.get("payload"), root.get("agent")) else {
+        return false;
+    };
+    let Some(agent_email) = agent.get("email").and_then(NodeRef::as_str) else {
+        return false;
+    };
+    let attendees = payload.get("attendees");
+    text(root.get("skill"), &|s| s == "meeting-scheduler")
+        && text(root.get("operation"), &|s| s == "POST")
+        && text(root.get("resource"), &calendar_allowed)
+        && payload
+            .get("organizer")
+            .and_then(|organizer| organizer.get("email"))
+            .is_some_and(|email| email.str_eq(&agent_email))
+        && attendees.is_some_and(|attendees| {
+            attendees.kind() == Kind::Array
+                && attendees.len() <= 50
+                && attendees
+                    .elements()
+                    .all(|attendee| text(attendee.get("email"), &on_domain))
+        })
+        && payload.get("recurrence").is_none()
+        && text(payload.get("summary"), &|summary| {
+            (1..=200).contains(&summary.chars().count())
+        })
+}
+
+/// The scenario's skill with its resource and operation but none of its constraints.
+fn engine_without_constraints() -> Engine {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    let text = r#"skill "meeting-scheduler" {
+  version "1.0.0"
+  capability "create-event" {
+    resource http "https://calendar.example.com/v3/calendars/{calendar}/events"
+    operations POST
+    justification "Creates exactly one calendar event per scheduling request."
+  }
+}"#;
+    loader.add_text("bare.cap", text.to_owned(), PolicyFormat::Cap, None);
+    Engine::builder(loader.finish().unwrap()).build()
+}
+
 pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
     // The depth limit a default engine's `check_slice` parses with.
     let depth = Limits::DEFAULT.parse_depth();
@@ -46,6 +119,34 @@ pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
     let doc = once.parse(bytes, depth).unwrap();
     assert_eq!(engine.check_doc(&doc).decision, Verdict::Allow);
     let slim = slim(bytes);
+    let bare = engine_without_constraints();
+    assert_eq!(bare.check_doc(&doc).decision, Verdict::Allow);
+    assert!(hand_written_on_tape(&mut tape, bytes, depth));
+    let deny_last = String::from_utf8(bytes.to_vec())
+        .unwrap()
+        .replace("erin@example.com", "eve@evil.com");
+    assert!(!hand_written_on_tape(
+        &mut tape,
+        deny_last.as_bytes(),
+        depth
+    ));
+    if let Ok(which) = std::env::var("PEERS_SPLIT_LOOP") {
+        let iterations: usize = std::env::var("PEERS_ITERATIONS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1_000_000);
+        for _ in 0..iterations {
+            match which.as_str() {
+                "engine" => drop(black_box(engine.check_doc(black_box(&doc)))),
+                "bare" => drop(black_box(bare.check_doc(black_box(&doc)))),
+                "hand" => {
+                    black_box(hand_written_on_tape(&mut tape, black_box(bytes), depth));
+                }
+                other => panic!("PEERS_SPLIT_LOOP={other}: expected engine, bare or hand"),
+            }
+        }
+        return;
+    }
     assert_eq!(engine.check_slice(&slim).decision, Verdict::Allow);
     println!(
         "split of the from-bytes ALLOW decision ({} bytes; slim {} bytes), ns per call",
@@ -73,6 +174,12 @@ pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
         let pre = time(|| {
             black_box(engine.check(black_box(parsed)));
         });
+        let hand = time(|| {
+            black_box(hand_written_on_tape(&mut tape, black_box(bytes), depth));
+        });
+        let without = time(|| {
+            black_box(bare.check_doc(black_box(&doc)));
+        });
         let slim_floor = time(|| {
             black_box(baseline::scan(black_box(&slim)));
         });
@@ -83,11 +190,14 @@ pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
             "round {round}: floor {floor:.0}, parse {parse:.0} ({:.2}x), decide on the tape \
              {decide:.0} ({:.2}x), parse then decide {both:.0}, check_slice {slice:.0} ({:.2}x), \
              check pre-parsed {pre:.0}; slim: floor {slim_floor:.0}, check_slice {slim_slice:.0} \
-             ({:.2}x the full floor)",
+             ({:.2}x the full floor); C1-C6 by hand on the tape, parse included {hand:.0} \
+             ({:.2}x), the engine without constraints on the tape {without:.0} ({:.2}x)",
             parse / floor,
             decide / floor,
             slice / floor,
-            slim_slice / floor
+            slim_slice / floor,
+            hand / floor,
+            without / floor
         );
     }
 }
