@@ -70,6 +70,40 @@ fn regression_the_verifier_refuses_code_that_touches_a_slot_below_a_jump() {
     assert_eq!(error.reason, VerifyReason::UntraceableTest, "{error}");
 }
 
+/// Found in review of the session-10 parity trace: every instruction scanned every jump not yet
+/// reached, so verifying was quadratic in the number of open jumps. A crafted `.capc` of 40,000
+/// `OrElse`s to one target took 1.2 s to verify (release build), and one filling the 4 MiB file
+/// limit minutes — at load, before any request. Here 300,000 such jumps verify at once.
+#[test]
+fn regression_the_parity_trace_is_not_quadratic_in_open_jumps() {
+    let jumps = 300_000;
+    let target = JumpTarget::from_usize(2 * jumps + 1).unwrap();
+    let mut code = Vec::with_capacity(2 * jumps + 3);
+    for _ in 0..jumps {
+        code.push(Op::Push(true));
+        code.push(Op::OrElse { target });
+    }
+    code.push(Op::Push(true));
+    code.push(Op::Require {
+        check: CheckIdx::from_usize(0).unwrap(),
+    });
+    code.push(Op::Accept);
+    let end = u32::try_from(code.len() - 1).unwrap();
+    let program = Program {
+        debug: vec![None; code.len()],
+        code,
+        checks: vec![CheckInfo {
+            constraint: "any",
+            location: None,
+            summary: String::new(),
+            code_start: 0,
+            code_end: end,
+        }],
+        ..Program::default()
+    };
+    verify(program).unwrap();
+}
+
 // ---------- helpers ----------
 
 const CAP_HEAD: &str = "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource http \"https://api.example.com/items\"\n    operations GET\n";
