@@ -25,7 +25,7 @@ fn str_at<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
 }
 
 /// C1's resource half: the calendar between the fixed prefix and suffix is `primary` or `team`.
-fn calendar_allowed(resource: &str) -> bool {
+pub fn calendar_allowed(resource: &str) -> bool {
     resource
         .strip_prefix("https://calendar.example.com/v3/calendars/")
         .and_then(|rest| rest.strip_suffix("/events"))
@@ -33,7 +33,7 @@ fn calendar_allowed(resource: &str) -> bool {
 }
 
 /// C6 on a string: 1..=200 characters (Unicode code points, as JSON Schema counts).
-fn summary_length_ok(summary: &str) -> bool {
+pub fn summary_length_ok(summary: &str) -> bool {
     (1..=200).contains(&summary.chars().count())
 }
 

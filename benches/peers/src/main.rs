@@ -71,6 +71,14 @@ pub fn request(variant: Variant) -> Value {
     })
 }
 
+/// `PEERS_ITERATIONS` (default 1,000,000): how many calls a profiling loop makes.
+pub fn iterations() -> usize {
+    std::env::var("PEERS_ITERATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
 fn here(file: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
 }
@@ -199,19 +207,21 @@ fn main() {
     // hand-written `Value` decision and the `IgnoredAny` scan the same way, so instruction
     // counts compare where wall times move with each build's code layout.
     if std::env::var("PEERS_SPLIT").is_ok() {
-        let input = &inputs[0];
-        split::run(&engine, &input.bytes, &input.parsed, rounds.max(1));
+        let (allow, deny_last) = (&inputs[0], &inputs[1]);
+        split::run(
+            &engine,
+            &allow.bytes,
+            &deny_last.bytes,
+            &allow.parsed,
+            rounds.max(1),
+        );
         return;
     }
 
     if let Ok(mode) = std::env::var("PEERS_PROFILE") {
         let deny = std::env::var("PEERS_VARIANT").is_ok_and(|v| v == "deny");
         let input = &inputs[usize::from(deny)];
-        let iterations: usize = std::env::var("PEERS_ITERATIONS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1_000_000);
-        for _ in 0..iterations {
+        for _ in 0..iterations() {
             match mode.as_str() {
                 "from-bytes" => {
                     black_box(engine.check_slice(black_box(&input.bytes)));

@@ -46,8 +46,8 @@ fn slim(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// C1-C6 written by hand over a tape that capgate's parser fills from `bytes` (the parse is
-/// part of the call): what a tape-based design would take if its decision cost no more than
-/// hand-written Rust. Reads the request members with [`capgate::tape::NodeRef::get`], as the
+/// part of the call), with the baselines' checks of C1 and C6: what a tape-based design would
+/// take if its decision cost no more than hand-written Rust. Reads the request members with [`capgate::tape::NodeRef::get`], as the
 /// engine's request view does not (it walks the root's members once).
 fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
     let Ok(doc) = tape.parse(bytes, depth) else {
@@ -56,12 +56,6 @@ fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
     let root = doc.root();
     let text = |node: Option<NodeRef<'_>>, wanted: &dyn Fn(&str) -> bool| {
         node.and_then(NodeRef::as_str).is_some_and(|s| wanted(&s))
-    };
-    let calendar_allowed = |resource: &str| {
-        resource
-            .strip_prefix("https://calendar.example.com/v3/calendars/")
-            .and_then(|rest| rest.strip_suffix("/events"))
-            .is_some_and(|calendar| calendar == "primary" || calendar == "team")
     };
     // C3 without a regex: `[^@]+@example\.com` as a whole-string match.
     let on_domain = |email: &str| {
@@ -78,7 +72,7 @@ fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
     let attendees = payload.get("attendees");
     text(root.get("skill"), &|s| s == "meeting-scheduler")
         && text(root.get("operation"), &|s| s == "POST")
-        && text(root.get("resource"), &calendar_allowed)
+        && text(root.get("resource"), &baseline::calendar_allowed)
         && payload
             .get("organizer")
             .and_then(|organizer| organizer.get("email"))
@@ -91,9 +85,7 @@ fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
                     .all(|attendee| text(attendee.get("email"), &on_domain))
         })
         && payload.get("recurrence").is_none()
-        && text(payload.get("summary"), &|summary| {
-            (1..=200).contains(&summary.chars().count())
-        })
+        && text(payload.get("summary"), &baseline::summary_length_ok)
 }
 
 /// The scenario's skill with its resource and operation but none of its constraints.
@@ -111,7 +103,7 @@ fn engine_without_constraints() -> Engine {
     Engine::builder(loader.finish().unwrap()).build()
 }
 
-pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
+pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, rounds: usize) {
     // The depth limit a default engine's `check_slice` parses with.
     let depth = Limits::DEFAULT.parse_depth();
     let mut tape = Tape::new();
@@ -122,20 +114,9 @@ pub fn run(engine: &Engine, bytes: &[u8], parsed: &Request, rounds: usize) {
     let bare = engine_without_constraints();
     assert_eq!(bare.check_doc(&doc).decision, Verdict::Allow);
     assert!(hand_written_on_tape(&mut tape, bytes, depth));
-    let deny_last = String::from_utf8(bytes.to_vec())
-        .unwrap()
-        .replace("erin@example.com", "eve@evil.com");
-    assert!(!hand_written_on_tape(
-        &mut tape,
-        deny_last.as_bytes(),
-        depth
-    ));
+    assert!(!hand_written_on_tape(&mut tape, deny_last, depth));
     if let Ok(which) = std::env::var("PEERS_SPLIT_LOOP") {
-        let iterations: usize = std::env::var("PEERS_ITERATIONS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(1_000_000);
-        for _ in 0..iterations {
+        for _ in 0..crate::iterations() {
             match which.as_str() {
                 "engine" => drop(black_box(engine.check_doc(black_box(&doc)))),
                 "bare" => drop(black_box(bare.check_doc(black_box(&doc)))),
