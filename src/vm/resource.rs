@@ -791,8 +791,9 @@ impl ResourcePattern {
 
     /// [`RequestResource::parse`] and then [`ResourcePattern::matches`], in one pass, for a plain
     /// http request that starts with this template's plain origin (`scheme://host/`, see
-    /// `plain_origin`): `Some` with the resource `parse` gives and whether `matches` holds (`bindings` as it
-    /// leaves them), without scanning the origin or the template's literal prefix byte by byte.
+    /// `plain_origin`): `Some` with the resource `parse` gives and whether `matches` holds
+    /// (`bindings` as it leaves them), without scanning the origin or the template's literal
+    /// prefix byte by byte.
     /// `None` for every other request, which the caller parses and matches the general way.
     pub fn parse_and_match<'a>(
         &self,
