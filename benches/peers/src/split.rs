@@ -47,8 +47,9 @@ fn slim(bytes: &[u8]) -> Vec<u8> {
 
 /// C1-C6 written by hand over a tape that capgate's parser fills from `bytes` (the parse is
 /// part of the call), with the baselines' checks of C1 and C6: what a tape-based design would
-/// take if its decision cost no more than hand-written Rust. Reads the request members with [`capgate::tape::NodeRef::get`], as the
-/// engine's request view does not (it walks the root's members once).
+/// take if its decision cost no more than hand-written Rust. Reads the request members with
+/// [`capgate::tape::NodeRef::get`], as the engine's request view does not (it walks the root's
+/// members once).
 fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
     let Ok(doc) = tape.parse(bytes, depth) else {
         return false;
