@@ -610,7 +610,7 @@ fn lifetime_errors_name_the_field() {
     assert_eq!(
         errs(r#"{"kind": "wallClock", "value": "1 hour"}"#),
         [
-            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (durations are a whole number and a unit: `500ms`, `30s`, `10m`, `2h`, `1d`)"
+            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
         ]
     );
 }
@@ -757,7 +757,7 @@ fn field_range_errors() {
             r#"{"type": "fieldRange", "difference": ["payload.a", "payload.b"], "max": "2 h"}"#
         ),
         [
-            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (durations are a whole number and a unit: `500ms`, `30s`, `10m`, `2h`, `1d`)"
+            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
         ]
     );
 }

@@ -1538,3 +1538,35 @@ proptest! {
         prop_assert_eq!(cap.justification.unwrap().node, value);
     }
 }
+
+#[test]
+fn regression_compound_durations_parse_wherever_a_duration_does() {
+    // `1h30m` was rejected by the grammar (a duration was one number and one unit) although
+    // the REPL's `:advance`, the `.captest` `advance` step and the JSON manifest form read it.
+    assert_eq!(
+        capability("lifetime wallClock 1h30m")
+            .lifetime
+            .unwrap()
+            .node,
+        Lifetime::WallClock {
+            duration: duration("90m"),
+            renewable: false
+        }
+    );
+    match kind("rateLimit 10 per 1m30s burst 2") {
+        ConstraintKind::RateLimit(rate) => assert_eq!(rate.per.node, duration("90s")),
+        other => panic!("{other:?}"),
+    }
+    let (_, bounds) = bounds_of(kind("fieldRange payload.end - payload.start <= 1d12h"));
+    assert_eq!(bounds, [(CmpOp::Le, BoundValue::Duration(duration("36h")))]);
+    // Parts out of order, or a unit twice, are refused where they stand.
+    assert_eq!(
+        capability_errors("lifetime wallClock 30m1h"),
+        ["3:24: invalid duration `30m1h`: write the parts from the largest unit down, each once"]
+    );
+    // Numbers with an exponent are still numbers, not durations.
+    let (_, bounds) = bounds_of(kind("fieldRange payload.x <= 1e5"));
+    assert_eq!(bounds, [(CmpOp::Le, number(json!(1e5)))]);
+    let (_, bounds) = bounds_of(kind("fieldRange payload.x <= 1E+20"));
+    assert_eq!(bounds, [(CmpOp::Le, number(json!(1e20)))]);
+}

@@ -322,7 +322,7 @@ impl Lowerer<'_> {
             Ok(duration) => Some(Spanned::new(duration, node.span)),
             Err(message) => {
                 self.push(ManifestError::new(node.span, message).with_help(
-                    "durations are a whole number and a unit: `500ms`, `30s`, `10m`, `2h`, `1d`",
+                    "durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`",
                 ));
                 None
             }
