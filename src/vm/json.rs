@@ -10,10 +10,11 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Debug;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
+use crate::bytes::bytes_eq;
 use crate::tape::{self, Kind, NodeRef};
 use crate::value::cmp_numbers;
 
@@ -215,15 +216,62 @@ pub(crate) const BYTES_PER_STEP: u64 = 64;
 /// True when `serde_json::Map` iterates in name order. It does unless some crate in the binary
 /// turns on serde_json's `preserve_order` (cedar-policy does), which makes it an insertion-ordered
 /// `IndexMap`; Cargo unifies features, so only the built binary knows. Asked once, of a two-member
-/// map.
+/// map; afterwards one relaxed load (every member lookup of a `Value` asks).
+#[inline]
 pub fn value_maps_are_sorted() -> bool {
-    static SORTED: OnceLock<bool> = OnceLock::new();
-    *SORTED.get_or_init(|| {
-        let mut map = serde_json::Map::new();
-        map.insert("b".to_owned(), Value::Null);
-        map.insert("a".to_owned(), Value::Null);
-        map.keys().next().map(String::as_str) == Some("a")
-    })
+    match MAP_ORDER.load(AtomicOrdering::Relaxed) {
+        SORTED => true,
+        INSERTION => false,
+        _ => probe_map_order(),
+    }
+}
+
+/// [`value_maps_are_sorted`]'s answer once probed: [`SORTED`], [`INSERTION`], or 0 before.
+static MAP_ORDER: AtomicU8 = AtomicU8::new(0);
+const SORTED: u8 = 1;
+const INSERTION: u8 = 2;
+
+#[cold]
+#[inline(never)]
+fn probe_map_order() -> bool {
+    let mut map = serde_json::Map::new();
+    map.insert("b".to_owned(), Value::Null);
+    map.insert("a".to_owned(), Value::Null);
+    let sorted = map.keys().next().map(String::as_str) == Some("a");
+    // Every thread that probes finds the same answer, so racing stores agree.
+    MAP_ORDER.store(
+        if sorted { SORTED } else { INSERTION },
+        AtomicOrdering::Relaxed,
+    );
+    sorted
+}
+
+/// The most members an object in an insertion-ordered map may have for [`member`] to compare
+/// keys in order rather than hash the key.
+const SCAN_MEMBERS: usize = 16;
+
+/// The member `key` of `map`. With serde_json's `preserve_order` (an `IndexMap`, whose members
+/// lie in one vector) a small object is scanned, lengths first: `Map::get` hashes the key with
+/// SipHash first, which cost ~110–270 instructions per lookup against ~20–60 for the scan, and
+/// was a third of a pre-parsed decision in such a build. A sorted map (`BTreeMap`, the default)
+/// is always asked with `get`: walking its nodes was measured slower than its search (session 8).
+#[inline(always)]
+fn member<'r>(map: &'r Map<String, Value>, key: &str) -> Option<&'r Value> {
+    if value_maps_are_sorted() || map.len() > SCAN_MEMBERS {
+        map.get(key)
+    } else {
+        scanned_member(map, key)
+    }
+}
+
+/// The member `key` of `map`, found by comparing keys in iteration order. Keys in a map are
+/// unique, so the first equal one is the member `Map::get` finds, whichever map serde_json is
+/// built with. Out of line, so that a sorted build's lookups inline only the test before it.
+#[inline(never)]
+fn scanned_member<'r>(map: &'r Map<String, Value>, key: &str) -> Option<&'r Value> {
+    map.iter()
+        .find(|(name, _)| bytes_eq(name.as_bytes(), key.as_bytes()))
+        .map(|(_, value)| value)
 }
 
 /// [`Json::weight`] of a `Value`: its nodes, and its strings and keys by the byte. Recursive: a
@@ -279,7 +327,7 @@ impl<'r> Json<'r> for &'r Value {
     #[inline]
     fn get(self, key: &str) -> Option<Self> {
         match self {
-            Value::Object(map) => map.get(key),
+            Value::Object(map) => member(map, key),
             _ => None,
         }
     }
@@ -472,6 +520,47 @@ mod tests {
         assert_eq!(value_maps_are_sorted(), first.as_deref() == Some("a"));
         assert!(<&Value as Json<'_>>::sorted_members() == value_maps_are_sorted());
         assert!(!<NodeRef<'_> as Json<'_>>::sorted_members());
+    }
+
+    proptest::proptest! {
+        /// The scan an insertion-ordered build uses for small objects finds exactly the member
+        /// `Map::get` finds: for keys of every length around the word sizes the comparison
+        /// reads by, keys that differ in one byte, Unicode, the empty key, and absent keys.
+        #[test]
+        fn a_scanned_member_is_the_member_get_finds(
+            keys in proptest::collection::vec("(|[a-c]{1,3}|[a-c]{7,9}|[a-c]{15,17}|[é€𝄞a]{1,4})", 0..20),
+            probe in "(|[a-c]{1,3}|[a-c]{7,9}|[a-c]{15,17}|[é€𝄞a]{1,4})",
+        ) {
+            let map: Map<String, Value> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| (key.clone(), Value::from(i)))
+                .collect();
+            for key in keys.iter().chain([&probe]) {
+                proptest::prop_assert_eq!(scanned_member(&map, key), map.get(key.as_str()));
+                let mut near = key.clone().into_bytes();
+                if let Some(last) = near.last_mut() {
+                    *last ^= 1;
+                }
+                if let Ok(near) = String::from_utf8(near) {
+                    proptest::prop_assert_eq!(scanned_member(&map, &near), map.get(near.as_str()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_member_lookup_is_the_map_s_whatever_its_size() {
+        // Below and above the scan's limit, present and absent.
+        for size in [0, 1, SCAN_MEMBERS, SCAN_MEMBERS + 1, 40] {
+            let map: Map<String, Value> = (0..size)
+                .map(|i| (format!("key{i}"), Value::from(i)))
+                .collect();
+            for i in 0..=size {
+                let key = format!("key{i}");
+                assert_eq!(member(&map, &key), map.get(&key), "size {size}, {key}");
+            }
+        }
     }
 
     #[test]
