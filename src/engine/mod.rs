@@ -426,27 +426,12 @@ impl Engine {
         let mut slot = Some(f);
         let ran = SNAPSHOTS
             .try_with(|cell| {
-                if let Ok(mut snapshots) = cell.try_borrow_mut() {
-                    match snapshots.iter_mut().find(|s| s.engine == self.id) {
-                        Some(snapshot) if snapshot.generation == generation => {}
-                        Some(snapshot) => {
-                            // INVARIANT (name-keys): the names go with the old policy.
-                            snapshot.names.clear();
-                            snapshot.policy = self.policy();
-                            snapshot.generation = generation;
-                        }
-                        None => {
-                            if snapshots.len() >= SNAPSHOTS_PER_THREAD {
-                                snapshots.remove(0);
-                            }
-                            snapshots.push(Snapshot {
-                                engine: self.id,
-                                generation,
-                                policy: self.policy(),
-                                names: LocalNames::cached(),
-                            });
-                        }
-                    }
+                if let Ok(mut snapshots) = cell.try_borrow_mut()
+                    && !snapshots
+                        .iter()
+                        .any(|s| s.engine == self.id && s.generation == generation)
+                {
+                    self.refresh_snapshot(&mut snapshots, generation);
                 }
                 // The mutable borrow above has ended, so a nested decision on this thread (an
                 // audit sink calling the engine) can read the snapshot too.
@@ -464,6 +449,33 @@ impl Engine {
             // and carry the policy's own names.
             (None, Some(f)) => Some(f(&self.policy(), &LocalNames::shared())),
             (None, None) => None,
+        }
+    }
+
+    /// Brings this thread's snapshot of the engine to `generation` (after a reload, or on the
+    /// thread's first decision): out of line, so that the decisions that find their snapshot
+    /// current keep only the check in their code.
+    #[cold]
+    #[inline(never)]
+    fn refresh_snapshot(&self, snapshots: &mut Vec<Snapshot>, generation: u64) {
+        match snapshots.iter_mut().find(|s| s.engine == self.id) {
+            Some(snapshot) => {
+                // INVARIANT (name-keys): the names go with the old policy.
+                snapshot.names.clear();
+                snapshot.policy = self.policy();
+                snapshot.generation = generation;
+            }
+            None => {
+                if snapshots.len() >= SNAPSHOTS_PER_THREAD {
+                    snapshots.remove(0);
+                }
+                snapshots.push(Snapshot {
+                    engine: self.id,
+                    generation,
+                    policy: self.policy(),
+                    names: LocalNames::cached(),
+                });
+            }
         }
     }
 
