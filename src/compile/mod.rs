@@ -200,19 +200,49 @@ pub fn compile_skill(
     })
 }
 
-/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest, which
-/// has no source positions, so reformatting a file keeps its revision.
+/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest (compact,
+/// keys in byte order; see `manifest::CanonicalSkill`), which has no source positions, so
+/// reformatting a file keeps its revision, and which does not depend on how serde_json orders
+/// maps in the build at hand. Hashed as it is written: no `Value` and no text are built.
 fn revision(skill: &Skill) -> u64 {
-    // Compact JSON with sorted keys: canonical, and far cheaper than the pretty layout.
-    let text = crate::manifest::skill_to_json(skill)
-        .map(|value| value.to_string())
-        .unwrap_or_else(|_| format!("{:?}", without_spans(skill)));
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    let mut hash = Fnv1a::default();
+    let written = crate::manifest::CanonicalSkill::new(skill)
+        .ok()
+        .is_some_and(|canonical| canonical.write_to(&mut hash).is_ok());
+    if !written {
+        hash = Fnv1a::default();
+        hash.add(format!("{:?}", without_spans(skill)).as_bytes());
     }
-    hash
+    hash.0
+}
+
+/// The FNV-1a hash of the bytes written to it.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn add(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 ^= u64::from(byte);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+impl std::io::Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.add(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Fallback for skills the JSON form cannot express (the checker rejects those anyway).
@@ -230,4 +260,69 @@ fn without_spans(skill: &Skill) -> String {
     }
     out.push_str(rest);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::revision;
+    use crate::span::FileId;
+    use crate::syntax::ast::PolicyFile;
+
+    /// The revision as it was computed before the canonical writer: FNV-1a of the manifest form
+    /// converted to a `Value` and printed (sorted keys in this build).
+    fn revision_through_value(skill: &crate::syntax::ast::Skill) -> u64 {
+        let text = crate::manifest::skill_to_json(skill)
+            .map(|value| value.to_string())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    fn bundled_policies() -> Vec<PolicyFile> {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/policies");
+        let mut files = Vec::new();
+        for dir in std::fs::read_dir(root).unwrap_or_else(|e| panic!("{e}")) {
+            let dir = dir.unwrap_or_else(|e| panic!("{e}")).path();
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let parsed = match path.extension().and_then(|e| e.to_str()) {
+                    Some("cap") => crate::syntax::parse(FileId(0), &text).ok(),
+                    Some("json") => crate::manifest::parse_manifest(FileId(0), &text).ok(),
+                    _ => None,
+                };
+                files.extend(parsed);
+            }
+        }
+        files
+    }
+
+    #[test]
+    fn revisions_are_unchanged_by_the_canonical_writer() {
+        let files = bundled_policies();
+        assert!(files.len() >= 6, "{} policy files found", files.len());
+        let sample = r#"skill "s" {
+  version "2.0.0"
+  capability "c" {
+    resource http "https://api.example.com/v1/{org}/items"
+    operations GET, "custom:op"
+    justification "Tab\t, quote \" and é."
+    fieldEquals payload.a in [1, 2.5, -0.0, "x", null, true]
+    fieldMatches payload.items[*]["odd key"] ~ /^a+$/i
+    payloadSchema { "type": "object", "required": ["z", "a"], "properties": { "z": { "const": { "b": 1, "a": [2, {"y": 0, "x": 1}] } }, "a": false } }
+  }
+}"#;
+        let sample = crate::syntax::parse(FileId(0), sample).unwrap_or_else(|e| panic!("{e:?}"));
+        for file in files.iter().chain([&sample]) {
+            for skill in &file.skills {
+                assert_eq!(
+                    revision(skill),
+                    revision_through_value(skill),
+                    "{}",
+                    skill.name.node
+                );
+            }
+        }
+    }
 }

@@ -28,7 +28,7 @@ const LINE_WIDTH: usize = 100;
 
 /// A JSON document under construction; objects keep insertion order.
 #[derive(Debug, Clone)]
-enum Out {
+pub(super) enum Out {
     /// A scalar (null, boolean, number, string).
     Scalar(Value),
     Array(Vec<Out>),
@@ -211,7 +211,7 @@ fn unrepresentable(span: Span, message: impl Into<String>) -> ManifestError {
     ManifestError::new(span, message)
 }
 
-fn skill_out(skill: &Skill) -> Result<Out, ManifestError> {
+pub(super) fn skill_out(skill: &Skill) -> Result<Out, ManifestError> {
     let mut header = vec![("name".to_owned(), Out::string(&skill.name.node))];
     let optional = [
         ("version", &skill.version),

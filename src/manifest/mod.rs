@@ -5,12 +5,15 @@
 //! - [`to_json_text`] / [`to_json`] write a policy's single skill back in the canonical JSON
 //!   form (used by `capgate convert --to json`); [`skill_to_json_text`] does one skill of many.
 //! - [`json`] is the strict, span-keeping JSON reader underneath.
+//! - `CanonicalSkill` writes the compact, key-sorted text a skill's revision hashes.
 
+mod canonical;
 mod emit;
 mod error;
 pub mod json;
 mod lower;
 
+pub(crate) use canonical::CanonicalSkill;
 pub use emit::{skill_to_json, skill_to_json_text, to_json, to_json_text};
 pub use error::ManifestError;
 
