@@ -162,6 +162,11 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
         let without = time(|| {
             black_box(bare.check_doc(black_box(&doc)));
         });
+        let without_both = time(|| {
+            if let Ok(doc) = tape.parse(black_box(bytes), depth) {
+                black_box(bare.check_doc(&doc));
+            }
+        });
         let slim_floor = time(|| {
             black_box(baseline::scan(black_box(&slim)));
         });
@@ -173,13 +178,15 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
              {decide:.0} ({:.2}x), parse then decide {both:.0}, check_slice {slice:.0} ({:.2}x), \
              check pre-parsed {pre:.0}; slim: floor {slim_floor:.0}, check_slice {slim_slice:.0} \
              ({:.2}x the full floor); C1-C6 by hand on the tape, parse included {hand:.0} \
-             ({:.2}x), the engine without constraints on the tape {without:.0} ({:.2}x)",
+             ({:.2}x), the engine without constraints on the tape {without:.0} ({:.2}x), parse then that \
+             engine {without_both:.0} (parse + it alone {:.0})",
             parse / floor,
             decide / floor,
             slice / floor,
             slim_slice / floor,
             hand / floor,
-            without / floor
+            without / floor,
+            parse + without
         );
     }
 }
