@@ -422,3 +422,70 @@ fn describe(rule: Rule) -> &'static str {
         Rule::kw_not => "`not`",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pest::Parser as _;
+    use proptest::prelude::*;
+
+    use super::grammar::{CapParser, Rule};
+
+    /// Where `(escape | plain)*` stops in `text` (`at_least_one`: `+`; `None` when it cannot
+    /// match): an escape is `\` and any character but a line break, a plain character anything
+    /// but `stop`, `\` and a line break. The grammar's literal bodies before they were written as
+    /// runs, whose language and stopping points the runs must keep.
+    fn reference_end(text: &str, stop: char, at_least_one: bool) -> Option<usize> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut i = 0;
+        loop {
+            match (chars.get(i), chars.get(i + 1)) {
+                (Some((_, '\\')), Some((_, next))) if *next != '\n' => i += 2,
+                (Some((_, c)), _) if *c != stop && *c != '\\' && *c != '\n' => i += 1,
+                _ => break,
+            }
+        }
+        if at_least_one && i == 0 {
+            return None;
+        }
+        Some(chars.get(i).map_or(text.len(), |(at, _)| *at))
+    }
+
+    fn parsed_end(rule: Rule, text: &str) -> Option<usize> {
+        CapParser::parse(rule, text)
+            .ok()
+            .and_then(|mut pairs| pairs.next())
+            .map(|pair| pair.as_span().end())
+    }
+
+    fn literal_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop::sample::select(vec![
+                "a", "\"", "\\", "\n", "/", " ", "é", "\t", "\\n", "\\\"",
+            ]),
+            0..24,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn string_bodies_stop_where_escape_or_plain_stars_stop(text in literal_text()) {
+            prop_assert_eq!(
+                parsed_end(Rule::string_body, &text),
+                reference_end(&text, '"', false),
+                "{:?}",
+                text
+            );
+        }
+
+        #[test]
+        fn regex_bodies_stop_where_escape_or_plain_pluses_stop(text in literal_text()) {
+            prop_assert_eq!(
+                parsed_end(Rule::regex_body, &text),
+                reference_end(&text, '/', true),
+                "{:?}",
+                text
+            );
+        }
+    }
+}
