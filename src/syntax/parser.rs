@@ -469,23 +469,18 @@ mod tests {
 
     proptest! {
         #[test]
-        fn string_bodies_stop_where_escape_or_plain_stars_stop(text in literal_text()) {
-            prop_assert_eq!(
-                parsed_end(Rule::string_body, &text),
-                reference_end(&text, '"', false),
-                "{:?}",
-                text
-            );
-        }
-
-        #[test]
-        fn regex_bodies_stop_where_escape_or_plain_pluses_stop(text in literal_text()) {
-            prop_assert_eq!(
-                parsed_end(Rule::regex_body, &text),
-                reference_end(&text, '/', true),
-                "{:?}",
-                text
-            );
+        fn string_and_regex_bodies_stop_where_escape_or_plain_did(text in literal_text()) {
+            for (rule, stop, at_least_one) in
+                [(Rule::string_body, '"', false), (Rule::regex_body, '/', true)]
+            {
+                prop_assert_eq!(
+                    parsed_end(rule, &text),
+                    reference_end(&text, stop, at_least_one),
+                    "{:?} {:?}",
+                    rule,
+                    text
+                );
+            }
         }
     }
 }
