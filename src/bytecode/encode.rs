@@ -61,11 +61,45 @@ pub const MAX_VALUE_DEPTH: usize = 512;
 /// The 64-bit FNV-1a hash: the body checksum. It detects corruption and truncation, not
 /// tampering: a `.capc` file is as trusted as the policy source it was compiled from.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    })
+    let mut hash = Fnv1a64::default();
+    hash.add(bytes);
+    hash.finish()
+}
+
+/// [`fnv1a64`] of everything written to it, for text hashed as it is produced (a skill's
+/// revision); writing never fails.
+pub(crate) struct Fnv1a64(u64);
+
+impl Default for Fnv1a64 {
+    fn default() -> Self {
+        Fnv1a64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a64 {
+    /// Hashes `bytes` in.
+    pub(crate) fn add(&mut self, bytes: &[u8]) {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        self.0 = bytes.iter().fold(self.0, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+        });
+    }
+
+    /// The hash of the bytes so far.
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl std::io::Write for Fnv1a64 {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.add(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Instruction numbers in the file: one per [`Op`] variant, operands follow as `u32` indices

@@ -19,6 +19,7 @@ pub use check::is_read_verb;
 pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
 
+use crate::bytecode::encode::Fnv1a64;
 use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLevel};
 use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
@@ -205,44 +206,15 @@ pub fn compile_skill(
 /// reformatting a file keeps its revision, and which does not depend on how serde_json orders
 /// maps in the build at hand. Hashed as it is written: no `Value` and no text are built.
 fn revision(skill: &Skill) -> u64 {
-    let mut hash = Fnv1a::default();
+    let mut hash = Fnv1a64::default();
     let written = crate::manifest::CanonicalSkill::new(skill)
         .ok()
         .is_some_and(|canonical| canonical.write_to(&mut hash).is_ok());
     if !written {
-        hash = Fnv1a::default();
+        hash = Fnv1a64::default();
         hash.add(format!("{:?}", without_spans(skill)).as_bytes());
     }
-    hash.0
-}
-
-/// The FNV-1a hash of the bytes written to it.
-struct Fnv1a(u64);
-
-impl Default for Fnv1a {
-    fn default() -> Self {
-        Fnv1a(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a {
-    fn add(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-}
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.add(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    hash.finish()
 }
 
 /// Fallback for skills the JSON form cannot express (the checker rejects those anyway).
@@ -274,9 +246,7 @@ mod tests {
         let text = crate::manifest::skill_to_json(skill)
             .map(|value| value.to_string())
             .unwrap_or_else(|e| panic!("{e:?}"));
-        text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
+        crate::bytecode::encode::fnv1a64(text.as_bytes())
     }
 
     fn bundled_policies() -> Vec<PolicyFile> {
