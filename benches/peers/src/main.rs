@@ -3,7 +3,8 @@
 //!
 //! Run with `cargo run --release --manifest-path benches/peers/Cargo.toml` from the capgate
 //! checkout. `PEERS_ROUNDS` (default 3) sets how many times every row is measured; the table
-//! keeps each row's best round, since the machine it runs on is usually shared and noisy.
+//! keeps each row's best round, since the machine it runs on is usually shared and noisy, and
+//! also measures each row against its stage reference in back-to-back pairs (`harness.rs`).
 //! `PEERS_SPLIT=1` instead splits capgate's from-bytes time into parse and decision (`split.rs`);
 //! `PEERS_PROFILE` runs one engine alone, for a profiler (below).
 
