@@ -69,6 +69,18 @@ impl<'a> Row<'a> {
 const SAMPLE: Duration = Duration::from_millis(10);
 const SAMPLES: usize = 11;
 
+impl Row<'_> {
+    /// Whether this is its stage's reference row.
+    pub fn is_reference(&self) -> bool {
+        self.reference
+    }
+
+    /// The engine's name in the table.
+    pub fn engine(&self) -> &'static str {
+        self.engine
+    }
+}
+
 /// How many calls of `decide` take about one sample's time (and warms it up).
 fn calibrate(decide: &mut dyn FnMut() -> bool) -> u64 {
     // Double the batch until it takes a sample's time.

@@ -6,7 +6,8 @@
 //! keeps each row's best round, since the machine it runs on is usually shared and noisy, and
 //! also measures each row against its stage reference in back-to-back pairs (`harness.rs`).
 //! `PEERS_SPLIT=1` instead splits capgate's from-bytes time into parse and decision (`split.rs`);
-//! `PEERS_PROFILE` runs one engine alone, for a profiler (below).
+//! `PEERS_PROFILE` runs one engine alone, for a profiler (below); `PEERS_ROWS=capgate` keeps
+//! only capgate's rows and the references.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -380,6 +381,11 @@ fn main() {
         ));
     }
 
+    // `PEERS_ROWS=TEXT` keeps only the rows whose engine names contain TEXT (and the
+    // references), to compare two builds quickly by their paired ratios.
+    if let Ok(only) = std::env::var("PEERS_ROWS") {
+        rows.retain(|row| row.is_reference() || row.engine().contains(&only));
+    }
     harness::run(&mut rows, rounds);
     harness::print(&rows, rounds);
 }
