@@ -363,9 +363,27 @@ fn state(c: &mut Criterion) {
     group.finish();
 }
 
-/// Allowed calls per second with `threads` threads sharing one engine, each on its own keys.
-fn throughput(threads: usize, calls_per_thread: usize) -> f64 {
-    let (engine, _) = stateful_engine();
+/// [`RATE_POLICY`] on an engine without a state store: the same calls decided with no rate
+/// limit, so no thread writes anything another thread reads (the threads report's control).
+fn control_engine() -> Engine {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text(
+        "rate-bench.cap",
+        RATE_POLICY.to_owned(),
+        PolicyFormat::Cap,
+        None,
+    );
+    Engine::builder(loader.finish().unwrap_or_else(|e| panic!("{e:?}"))).build()
+}
+
+/// Allowed calls per second with `threads` threads sharing one engine, each on its own keys:
+/// a stateful engine (each call commits its rate-limit key), or the stateless control.
+fn throughput(threads: usize, calls_per_thread: usize, stateful: bool) -> f64 {
+    let engine = if stateful {
+        stateful_engine().0
+    } else {
+        control_engine()
+    };
     let requests: Vec<Vec<Request>> = (0..threads)
         .map(|t| distinct_keys(&format!("t{t}"), 4_096))
         .collect();
@@ -439,23 +457,39 @@ fn report_audit_threads() {
 fn report_threads() {
     // One and two threads alternate, so a neighbour on the shared host slows both alike; each
     // keeps its best round, and the per-round ratios are printed too.
+    // The control runs the same calls on a stateless engine, which writes nothing shared: its
+    // scaling is what the host gives two threads at the time, whatever capgate does.
     let (calls, rounds) = (1_000_000, 5);
     let (mut ones, mut twos) = (Vec::new(), Vec::new());
+    let (mut control_ones, mut control_twos) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        ones.push(throughput(1, calls));
-        twos.push(throughput(2, calls));
+        ones.push(throughput(1, calls, true));
+        twos.push(throughput(2, calls, true));
+        control_ones.push(throughput(1, calls, false));
+        control_twos.push(throughput(2, calls, false));
     }
     let best = |runs: &[f64]| runs.iter().copied().fold(0.0, f64::max);
+    let per_round = |ones: &[f64], twos: &[f64]| {
+        let mut ratios: Vec<f64> = ones.iter().zip(twos).map(|(o, t)| t / o).collect();
+        ratios.sort_by(f64::total_cmp);
+        let text: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+        text.join(" ")
+    };
     let (one, two) = (best(&ones), best(&twos));
-    let mut ratios: Vec<f64> = ones.iter().zip(&twos).map(|(o, t)| t / o).collect();
-    ratios.sort_by(f64::total_cmp);
-    let ratios: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
     println!(
         "state/threads: 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
          (best of {rounds} alternating rounds each; per-round ratios {}; {} cores online)",
         two / one,
-        ratios.join(" "),
+        per_round(&ones, &twos),
         std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let (one, two) = (best(&control_ones), best(&control_twos));
+    println!(
+        "state/threads-control: the same calls on a stateless engine (nothing shared is \
+         written): 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
+         (per-round ratios {})",
+        two / one,
+        per_round(&control_ones, &control_twos)
     );
 
     // Two threads hammer the one exact-window key: exactly the limit is allowed.
