@@ -177,6 +177,15 @@ fn pair_mut<'r, 'a>(
     }
 }
 
+/// A ratio, or a dash when its reference row is not in the table.
+fn format_ratio(ratio: f64) -> String {
+    if ratio.is_nan() {
+        "—".to_owned()
+    } else {
+        format!("{ratio:.2}×")
+    }
+}
+
 /// The paired ratio column: the median of the rounds and, over more than one round, their range.
 fn format_paired(row: &Row<'_>) -> String {
     if row.reference || row.paired.is_empty() {
@@ -224,14 +233,14 @@ pub fn print(rows: &[Row<'_>], rounds: usize) {
         let stage_reference = reference(rows, row.stage, row.variant);
         let marker = if row.reference { " (reference)" } else { "" };
         println!(
-            "| {} | {} | {}{} | {} | {:.2}× | {:.2}× | {} |",
+            "| {} | {} | {}{} | {} | {} | {} | {} |",
             row.stage.name(),
             row.variant,
             row.engine,
             marker,
             format_ns(row.best_ns),
-            row.best_ns / value_baseline,
-            row.best_ns / stage_reference,
+            format_ratio(row.best_ns / value_baseline),
+            format_ratio(row.best_ns / stage_reference),
             format_paired(row),
         );
     }

@@ -9,18 +9,20 @@
 //! resource and operation but no constraints (what the engine spends around a capability's
 //! checks). Prints nanoseconds per call for each loop and round.
 //!
-//! `PEERS_SPLIT_LOOP=engine|bare|hand` instead runs one of `check_doc` (the scenario's engine),
+//! `PEERS_SPLIT=paired` times the same loops as table rows, each paired with the floor
+//! (`harness.rs`). `PEERS_SPLIT_LOOP=engine|bare|hand` instead runs one of `check_doc` (the scenario's engine),
 //! `check_doc` (the engine without constraints) or the hand-written tape decision
 //! `PEERS_ITERATIONS` times (default 1,000,000) and exits, for perf or callgrind.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use capgate::tape::{Kind, NodeRef, Tape};
+use capgate::tape::{Doc, Kind, NodeRef, Tape};
 use capgate::{Engine, Limits, PolicyFormat, PolicyLoader, Request, Verdict};
 use serde_json::Value;
 
 use crate::baseline;
+use crate::harness::{self, Row, Stage};
 
 /// Calls per loop.
 const CALLS: u32 = 300_000;
@@ -130,6 +132,10 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
         return;
     }
     assert_eq!(engine.check_slice(&slim).decision, Verdict::Allow);
+    if std::env::var("PEERS_SPLIT").as_deref() == Ok("paired") {
+        paired(engine, &bare, bytes, &doc, depth, rounds);
+        return;
+    }
     println!(
         "split of the from-bytes ALLOW decision ({} bytes; slim {} bytes), ns per call",
         bytes.len(),
@@ -189,4 +195,78 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
             parse + without
         );
     }
+}
+
+/// `PEERS_SPLIT=paired`: the same loops as rows of the peers table, each timed against the
+/// `IgnoredAny` floor in back-to-back pairs (see `harness.rs`), so the split holds still on a
+/// busy host.
+fn paired(
+    engine: &Engine,
+    bare: &Engine,
+    bytes: &[u8],
+    doc: &Doc<'_>,
+    depth: usize,
+    rounds: usize,
+) {
+    fn loop_row<'a>(
+        name: &'static str,
+        reference: bool,
+        decide: Box<dyn FnMut() -> bool + 'a>,
+    ) -> Row<'a> {
+        Row::new(Stage::FromBytes, "ALLOW", name, reference, decide)
+    }
+    let (mut parse_tape, mut both_tape, mut hand_tape, mut bare_tape) =
+        (Tape::new(), Tape::new(), Tape::new(), Tape::new());
+    let mut rows = vec![
+        loop_row(
+            "IgnoredAny scan (floor)",
+            true,
+            Box::new(move || baseline::scan(black_box(bytes))),
+        ),
+        loop_row(
+            "Tape::parse alone",
+            false,
+            Box::new(move || parse_tape.parse(black_box(bytes), depth).is_ok()),
+        ),
+        loop_row(
+            "check_doc on a parsed tape",
+            false,
+            Box::new(move || engine.check_doc(black_box(doc)).decision == Verdict::Allow),
+        ),
+        loop_row(
+            "Tape::parse then check_doc",
+            false,
+            Box::new(move || {
+                both_tape
+                    .parse(black_box(bytes), depth)
+                    .is_ok_and(|doc| engine.check_doc(&doc).decision == Verdict::Allow)
+            }),
+        ),
+        loop_row(
+            "check_slice",
+            false,
+            Box::new(move || engine.check_slice(black_box(bytes)).decision == Verdict::Allow),
+        ),
+        loop_row(
+            "C1-C6 by hand on the tape, parse included",
+            false,
+            Box::new(move || hand_written_on_tape(&mut hand_tape, black_box(bytes), depth)),
+        ),
+        loop_row(
+            "check_doc, engine without constraints",
+            false,
+            Box::new(move || bare.check_doc(black_box(doc)).decision == Verdict::Allow),
+        ),
+        loop_row(
+            "Tape::parse then check_doc without constraints",
+            false,
+            Box::new(move || {
+                bare_tape
+                    .parse(black_box(bytes), depth)
+                    .is_ok_and(|doc| bare.check_doc(&doc).decision == Verdict::Allow)
+            }),
+        ),
+    ];
+    harness::run(&mut rows, rounds);
+    harness::print(&rows, rounds);
 }
