@@ -1131,23 +1131,26 @@ mod tests {
             "https://api.example.com/*/**",
         ];
         let alphabet = ["v3", "x", "", "calendars"];
-        let mut paths = vec![String::new()];
-        let mut last = vec![String::new()];
+        // Every sequence of up to four segments (so also empty ones first, in the middle, last).
+        let mut sequences: Vec<Vec<&str>> = vec![Vec::new()];
+        let mut last: Vec<Vec<&str>> = vec![Vec::new()];
         for _ in 0..4 {
             last = last
                 .iter()
-                .flat_map(|path| {
+                .flat_map(|sequence| {
                     alphabet.iter().map(move |segment| {
-                        if path.is_empty() {
-                            (*segment).to_owned()
-                        } else {
-                            format!("{path}/{segment}")
-                        }
+                        let mut longer = sequence.clone();
+                        longer.push(*segment);
+                        longer
                     })
                 })
                 .collect();
-            paths.extend(last.iter().cloned());
+            sequences.extend(last.iter().cloned());
         }
+        let paths: Vec<String> = sequences
+            .iter()
+            .map(|sequence| sequence.join("/"))
+            .collect();
         let mut answered = 0;
         for template in templates {
             for path in &paths {
