@@ -286,8 +286,8 @@ fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
     stateful_engine_with(None)
 }
 
-/// An engine on [`RATE_POLICY`] and a fresh store, with `clock` if given.
-fn stateful_engine_with(clock: Option<Arc<SimulatedClock>>) -> (Engine, Arc<InMemoryStore>) {
+/// [`RATE_POLICY`], loaded.
+fn rate_policy() -> capgate::LoadedPolicy {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text(
         "rate-bench.cap",
@@ -295,7 +295,12 @@ fn stateful_engine_with(clock: Option<Arc<SimulatedClock>>) -> (Engine, Arc<InMe
         PolicyFormat::Cap,
         None,
     );
-    let policy = loader.finish().unwrap_or_else(|e| panic!("{e:?}"));
+    loader.finish().unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+/// An engine on [`RATE_POLICY`] and a fresh store, with `clock` if given.
+fn stateful_engine_with(clock: Option<Arc<SimulatedClock>>) -> (Engine, Arc<InMemoryStore>) {
+    let policy = rate_policy();
     let store = Arc::new(InMemoryStore::new());
     let mut builder = Engine::builder(policy).state(store.clone());
     if let Some(clock) = clock {
@@ -366,14 +371,7 @@ fn state(c: &mut Criterion) {
 /// [`RATE_POLICY`] on an engine without a state store: the same calls decided with no rate
 /// limit, so no thread writes anything another thread reads (the threads report's control).
 fn control_engine() -> Engine {
-    let mut loader = PolicyLoader::new(Limits::DEFAULT);
-    loader.add_text(
-        "rate-bench.cap",
-        RATE_POLICY.to_owned(),
-        PolicyFormat::Cap,
-        None,
-    );
-    Engine::builder(loader.finish().unwrap_or_else(|e| panic!("{e:?}"))).build()
+    Engine::builder(rate_policy()).build()
 }
 
 /// Allowed calls per second with `threads` threads sharing one engine, each on its own keys:

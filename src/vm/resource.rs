@@ -334,22 +334,32 @@ impl<'a> RequestResource<'a> {
     /// each followed by its `/` (a template's plain prefix), so the scan starts after them.
     #[inline(always)]
     fn plain_path_and_query(rest: &'a str, checked: usize) -> Option<(&'a str, Option<&'a str>)> {
+        Self::scan_plain_path(rest, checked, |_| {})
+    }
+
+    /// [`RequestResource::plain_path_and_query`], handing each segment after `checked` to
+    /// `segment` as the scan finds it (so a template can be matched in the same pass).
+    #[inline(always)]
+    fn scan_plain_path(
+        rest: &'a str,
+        checked: usize,
+        mut segment: impl FnMut(&'a str),
+    ) -> Option<(&'a str, Option<&'a str>)> {
         let bytes = rest.as_bytes();
         let mut at = checked;
         loop {
-            let segment = at;
+            let start = at;
             at = run_end(bytes, at, SEGMENT);
             let last = bytes.get(at) != Some(&b'/');
-            if at == segment && !last {
+            if at == start && !last {
                 return None;
             }
+            let text = rest.get(start..at)?;
             // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
-            if at > segment
-                && bytes.get(segment) == Some(&b'.')
-                && is_dot_segment(rest.get(segment..at)?)
-            {
+            if at > start && bytes.get(start) == Some(&b'.') && is_dot_segment(text) {
                 return None;
             }
+            segment(text);
             if last {
                 break;
             }
@@ -860,54 +870,38 @@ impl ResourcePattern {
         // scan still checks the whole path, which decides whether the one pass may answer.
         let mut matched = prefix_matched;
         let (mut next_pattern, mut extra) = (covered, 0usize);
-        let bytes = rest.as_bytes();
-        let mut at = checked;
-        loop {
-            let start = at;
-            at = run_end(bytes, at, SEGMENT);
-            let last = bytes.get(at) != Some(&b'/');
-            if at == start && !last {
-                return None;
+        let has_rest = self.has_rest();
+        let (path, query) = RequestResource::scan_plain_path(rest, checked, |segment| {
+            if !matched {
+                return;
             }
-            let segment = rest.get(start..at)?;
-            // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
-            if at > start && bytes.get(start) == Some(&b'.') && is_dot_segment(segment) {
-                return None;
-            }
-            if matched {
-                matched = match patterns.get(next_pattern) {
-                    Some(pattern) => {
-                        next_pattern += 1;
-                        match pattern {
-                            // A plain request has no escapes: its segments are their own decoding.
-                            SegmentPattern::Literal(literal) => {
-                                bytes_eq(segment.as_bytes(), literal.as_bytes())
-                            }
-                            SegmentPattern::Any => !segment.is_empty(),
-                            SegmentPattern::Bind(slot) => {
-                                !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
-                            }
+            matched = match patterns.get(next_pattern) {
+                Some(pattern) => {
+                    next_pattern += 1;
+                    match pattern {
+                        // A plain request has no escapes: its segments are their own decoding.
+                        SegmentPattern::Literal(literal) => {
+                            bytes_eq(segment.as_bytes(), literal.as_bytes())
+                        }
+                        SegmentPattern::Any => !segment.is_empty(),
+                        SegmentPattern::Bind(slot) => {
+                            !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
                         }
                     }
-                    // Past the template's segments only `**` goes on: one or more segments,
-                    // none empty (a trailing slash never matches it).
-                    None => {
-                        extra += 1;
-                        self.has_rest() && !segment.is_empty()
-                    }
-                };
-            }
-            if last {
-                break;
-            }
-            at += 1;
-        }
-        let query = RequestResource::plain_query(rest.get(at..)?)?;
-        let matched = matched && next_pattern == patterns.len() && (!self.has_rest() || extra > 0);
+                }
+                // Past the template's segments only `**` goes on: one or more segments, none
+                // empty (a trailing slash never matches it).
+                None => {
+                    extra += 1;
+                    has_rest && !segment.is_empty()
+                }
+            };
+        })?;
+        let matched = matched && next_pattern == patterns.len() && (!has_rest || extra > 0);
         if !matched {
             bindings.clear();
         }
-        Some((rest.get(..at)?, query, matched))
+        Some((path, query, matched))
     }
 
     fn origin_matches(&self, request: &RequestResource<'_>) -> bool {
