@@ -6,16 +6,18 @@
     clippy::indexing_slicing
 )]
 
-use capgate::bytecode::index::{CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx};
+use capgate::bytecode::index::{CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SetIdx};
 use capgate::bytecode::matcher::Matcher;
 use capgate::bytecode::op::Op;
 use capgate::bytecode::program::{
-    CheckInfo, CompiledPath, CompiledRegex, JsonRoot, PathAccess, Program,
+    CheckInfo, CompiledPath, CompiledRegex, JsonRoot, PathAccess, Program, ValueSet,
 };
 use capgate::bytecode::verify::verify;
+use capgate::tape::Tape;
 use capgate::value::Segment;
 use capgate::vm::resource::{Bindings, RequestResource};
 use capgate::vm::{Input, Outcome, TestReport, Tracer, run, run_counted, trace_check, trace_from};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn path(segments: Vec<Segment>, text: &str) -> CompiledPath {
@@ -333,4 +335,188 @@ fn a_check_that_is_not_self_contained_is_explained_from_the_start_of_the_program
     assert_eq!(alone.tests, from_start.tests);
     assert_eq!(alone.requires, [(0, true), (1, false)]);
     assert_eq!(from_start.requires, alone.requires);
+}
+
+/// A JSON value for the path-comparison property: objects keyed by the paths' own names (so the
+/// paths often reach something), with every kind of leaf.
+fn comparison_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        3 => Just(Value::Null),
+        1 => Just(json!(true)),
+        1 => Just(json!(1)),
+        1 => Just(json!(1.0)),
+        1 => Just(json!("a")),
+        1 => Just(json!("b")),
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop::sample::select(vec!["organizer", "email", "x"]),
+                inner,
+                0..3,
+            )
+            .prop_map(|members| {
+                Value::Object(
+                    members
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+fn rooted(root: JsonRoot, segments: Vec<Segment>, text: &str) -> CompiledPath {
+    CompiledPath {
+        access: PathAccess::Json { root, segments },
+        text: text.to_owned(),
+    }
+}
+
+/// One test over the paths below, maybe under a `not`: `path == other` (`EqualsPath`), `path
+/// binds other` (`BindsIdentity`), `path == "a"` (`Equals`), `path in ["a", 1]` (`InSet`) or
+/// `path ~ /a|b/` (`Matches`).
+fn comparison_program(
+    kind: usize,
+    path: usize,
+    other: usize,
+    optional: bool,
+    negated: bool,
+) -> Program {
+    let (path, other) = (p(path), p(other));
+    let test = match kind {
+        0 => Op::EqualsPath {
+            path,
+            other,
+            optional,
+        },
+        1 => Op::BindsIdentity {
+            path,
+            identity: other,
+            optional,
+        },
+        2 => Op::Equals {
+            path,
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional,
+        },
+        3 => Op::InSet {
+            path,
+            set: SetIdx::from_usize(0).unwrap(),
+            optional,
+        },
+        _ => Op::Matches {
+            path,
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional,
+        },
+    };
+    let mut code = vec![test];
+    if negated {
+        code.push(Op::Not);
+    }
+    code.extend([Op::Require { check: check0() }, Op::Accept]);
+    let end = u32::try_from(code.len()).unwrap();
+    Program {
+        debug: vec![None; code.len()],
+        code,
+        consts: vec![json!("a")],
+        sets: vec![ValueSet {
+            values: vec![json!("a"), json!(1)],
+        }],
+        regexes: vec![CompiledRegex {
+            regex: Matcher::build("^(?:a|b)$", false, 1 << 20).unwrap(),
+            source: "a|b".to_owned(),
+            case_insensitive: false,
+        }],
+        paths: vec![
+            rooted(
+                JsonRoot::Payload,
+                vec![key("organizer"), key("email")],
+                "payload.organizer.email",
+            ),
+            rooted(JsonRoot::Agent, vec![key("email")], "agent.email"),
+            rooted(JsonRoot::Agent, Vec::new(), "agent"),
+            rooted(
+                JsonRoot::Payload,
+                vec![key("x"), Segment::Index(0)],
+                "payload.x[0]",
+            ),
+            rooted(
+                JsonRoot::Agent,
+                vec![key("x"), key("email")],
+                "agent.x.email",
+            ),
+        ],
+        checks: vec![check(end)],
+        ..Program::default()
+    }
+}
+
+/// `run` with these documents as payload and agent, on a `Value` and on a tape, and `trace`
+/// (which never takes the VM's shortcuts) on a `Value`.
+fn comparison_outcomes(program: &Program, payload: &Value, agent: &Value) -> [Outcome; 3] {
+    let verified = verify(program.clone()).unwrap();
+    let resource = RequestResource::parse("tool:x").unwrap();
+    let bindings = Bindings::new();
+    let null = Value::Null;
+    let input = Input {
+        payload,
+        agent,
+        context: &null,
+        resource: &resource,
+        bindings: &bindings,
+        skill: "s",
+        operation: "call",
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+    };
+    let fast = run(&verified, &input).unwrap();
+    let traced = trace_from(&verified, &input, &mut Transcript::default(), false, 0).unwrap();
+    let (payload_bytes, agent_bytes) = (payload.to_string(), agent.to_string());
+    let (mut payload_tape, mut agent_tape) = (Tape::new(), Tape::new());
+    let payload_doc = payload_tape.parse(payload_bytes.as_bytes(), 64).unwrap();
+    let agent_doc = agent_tape.parse(agent_bytes.as_bytes(), 64).unwrap();
+    let tape_input = Input {
+        payload: payload_doc.root(),
+        agent: agent_doc.root(),
+        context: capgate::tape::null(),
+        resource: &resource,
+        bindings: &bindings,
+        skill: "s",
+        operation: "call",
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+    };
+    let on_tape = run(&verified, &tape_input).unwrap();
+    [fast, on_tape, traced]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8192))]
+
+    /// `EqualsPath` and `BindsIdentity` on key-only paths that both reach a value (an identity
+    /// that is not `null`) are decided on the two values without the walks; everything else
+    /// takes them. `run`, on a `Value` and on a tape, must give the outcome the trace (which
+    /// always walks) gives, whatever the documents' shapes; the other key-path tests are
+    /// checked the same way.
+    #[test]
+    fn key_path_tests_decide_alike_with_and_without_the_shortcut(
+        payload in comparison_value(),
+        agent in comparison_value(),
+        kind in 0usize..5,
+        path in 0usize..5,
+        other in 0usize..5,
+        optional in any::<bool>(),
+        negated in any::<bool>(),
+    ) {
+        let program = comparison_program(kind, path, other, optional, negated);
+        let [fast, on_tape, traced] = comparison_outcomes(&program, &payload, &agent);
+        prop_assert_eq!(fast, traced);
+        prop_assert_eq!(on_tape, traced);
+    }
 }

@@ -349,6 +349,34 @@ fn expected_shape(expected: &'static str, found: JsonKind) -> &'static str {
     }
 }
 
+/// The value a path into a document reaches when it is made of keys only and every step finds
+/// an object that has the member; `None` for anything else (another kind of path, an index or a
+/// `[*]`, a missing member, a step into a value that is not an object, and so a `null` root
+/// with steps below it). For such a path, [`visit`] and [`with_single`] reach exactly this one
+/// value, so a test may decide on it directly and leave every other case to them.
+#[inline]
+pub fn plain_member<'r, J: Json<'r>>(input: &Input<'_, J>, path: &CompiledPath) -> Option<J> {
+    let PathAccess::Json { root, segments } = &path.access else {
+        return None;
+    };
+    // Decided on the path alone first, so a path with a `[*]` costs no lookups here.
+    if !segments
+        .iter()
+        .all(|segment| matches!(segment, Segment::Key(_)))
+    {
+        return None;
+    }
+    let mut value = input.document(*root);
+    for segment in segments {
+        let Segment::Key(key) = segment else {
+            return None;
+        };
+        // `get` finds nothing in a value that is not an object.
+        value = value.get(key)?;
+    }
+    Some(value)
+}
+
 /// Reads a path that has no `[*]` and names exactly one value, and hands the leaf (or why it
 /// could not be read) to `f`.
 pub fn with_single<'r, J: Json<'r>, R>(
