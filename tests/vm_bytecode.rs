@@ -69,23 +69,31 @@ fn program(code: Vec<Op>) -> Program {
     }
 }
 
-fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_, &Value>) -> R) -> R {
-    let resource = RequestResource::parse("tool:x").unwrap();
-    let bindings = Bindings::new();
-    let null = Value::Null;
-    let input = Input {
-        payload: &payload,
-        agent: &null,
-        context: &null,
-        resource: &resource,
-        bindings: &bindings,
+/// The input of a call of skill `s`, operation `call`, on `resource`, with these documents.
+fn input_with<'a, J>(
+    [payload, agent, context]: [J; 3],
+    resource: &'a RequestResource<'a>,
+    bindings: &'a Bindings<'a>,
+) -> Input<'a, J> {
+    Input {
+        payload,
+        agent,
+        context,
+        resource,
+        bindings,
         skill: "s",
         operation: "call",
         transaction: None,
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
-    };
-    f(&input)
+    }
+}
+
+fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_, &Value>) -> R) -> R {
+    let resource = RequestResource::parse("tool:x").unwrap();
+    let bindings = Bindings::new();
+    let null = Value::Null;
+    f(&input_with([&payload, &null, &null], &resource, &bindings))
 }
 
 fn p(i: usize) -> PathIdx {
@@ -462,36 +470,18 @@ fn comparison_outcomes(program: &Program, payload: &Value, agent: &Value) -> [Ou
     let resource = RequestResource::parse("tool:x").unwrap();
     let bindings = Bindings::new();
     let null = Value::Null;
-    let input = Input {
-        payload,
-        agent,
-        context: &null,
-        resource: &resource,
-        bindings: &bindings,
-        skill: "s",
-        operation: "call",
-        transaction: None,
-        now: chrono::DateTime::UNIX_EPOCH,
-        max_array_scan: 100,
-    };
+    let input = input_with([payload, agent, &null], &resource, &bindings);
     let fast = run(&verified, &input).unwrap();
     let traced = trace_from(&verified, &input, &mut Transcript::default(), false, 0).unwrap();
     let (payload_bytes, agent_bytes) = (payload.to_string(), agent.to_string());
     let (mut payload_tape, mut agent_tape) = (Tape::new(), Tape::new());
     let payload_doc = payload_tape.parse(payload_bytes.as_bytes(), 64).unwrap();
     let agent_doc = agent_tape.parse(agent_bytes.as_bytes(), 64).unwrap();
-    let tape_input = Input {
-        payload: payload_doc.root(),
-        agent: agent_doc.root(),
-        context: capgate::tape::null(),
-        resource: &resource,
-        bindings: &bindings,
-        skill: "s",
-        operation: "call",
-        transaction: None,
-        now: chrono::DateTime::UNIX_EPOCH,
-        max_array_scan: 100,
-    };
+    let tape_input = input_with(
+        [payload_doc.root(), agent_doc.root(), capgate::tape::null()],
+        &resource,
+        &bindings,
+    );
     let on_tape = run(&verified, &tape_input).unwrap();
     [fast, on_tape, traced]
 }
