@@ -878,16 +878,7 @@ impl ResourcePattern {
             matched = match patterns.get(next_pattern) {
                 Some(pattern) => {
                     next_pattern += 1;
-                    match pattern {
-                        // A plain request has no escapes: its segments are their own decoding.
-                        SegmentPattern::Literal(literal) => {
-                            bytes_eq(segment.as_bytes(), literal.as_bytes())
-                        }
-                        SegmentPattern::Any => !segment.is_empty(),
-                        SegmentPattern::Bind(slot) => {
-                            !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
-                        }
-                    }
+                    segment_matches(pattern, segment, true, bindings)
                 }
                 // Past the template's segments only `**` goes on: one or more segments, none
                 // empty (a trailing slash never matches it).
@@ -937,23 +928,7 @@ impl ResourcePattern {
             let Some(segment) = segments.next() else {
                 return false;
             };
-            let ok = match pattern {
-                // A plain request has no escapes: its segments are their own decoding.
-                SegmentPattern::Literal(literal) if plain => {
-                    bytes_eq(segment.as_bytes(), literal.as_bytes())
-                }
-                SegmentPattern::Literal(literal) => percent::decoded_eq(segment, false, literal),
-                SegmentPattern::Any => !segment.is_empty(),
-                SegmentPattern::Bind(slot) if plain => {
-                    !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
-                }
-                SegmentPattern::Bind(slot) => {
-                    !segment.is_empty()
-                        && percent::decode(segment, false)
-                            .is_some_and(|value| bindings.set(*slot, value))
-                }
-            };
-            if !ok {
+            if !segment_matches(pattern, segment, plain, bindings) {
                 return false;
             }
         }
@@ -963,6 +938,31 @@ impl ResourcePattern {
             rest.peek().is_some() && rest.all(|s| !s.is_empty())
         } else {
             segments.next().is_none()
+        }
+    }
+}
+
+/// Whether one request path segment matches one template segment, binding it for `{name}`
+/// (`plain`: the request has no escapes, so its segments are their own decoding).
+#[inline(always)]
+fn segment_matches<'a>(
+    pattern: &SegmentPattern,
+    segment: &'a str,
+    plain: bool,
+    bindings: &mut Bindings<'a>,
+) -> bool {
+    match pattern {
+        SegmentPattern::Literal(literal) if plain => {
+            bytes_eq(segment.as_bytes(), literal.as_bytes())
+        }
+        SegmentPattern::Literal(literal) => percent::decoded_eq(segment, false, literal),
+        SegmentPattern::Any => !segment.is_empty(),
+        SegmentPattern::Bind(slot) if plain => {
+            !segment.is_empty() && bindings.set(*slot, Cow::Borrowed(segment))
+        }
+        SegmentPattern::Bind(slot) => {
+            !segment.is_empty()
+                && percent::decode(segment, false).is_some_and(|value| bindings.set(*slot, value))
         }
     }
 }

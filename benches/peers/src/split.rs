@@ -211,46 +211,40 @@ fn paired(
     fn loop_row<'a>(
         name: &'static str,
         reference: bool,
-        decide: Box<dyn FnMut() -> bool + 'a>,
+        decide: impl FnMut() -> bool + 'a,
     ) -> Row<'a> {
         Row::new(Stage::FromBytes, "ALLOW", name, reference, decide)
     }
     let (mut parse_tape, mut hand_tape) = (Tape::new(), Tape::new());
     let mut rows = vec![
-        loop_row(
-            "IgnoredAny scan (floor)",
-            true,
-            Box::new(move || baseline::scan(black_box(bytes))),
-        ),
-        loop_row(
-            "Tape::parse alone",
-            false,
-            Box::new(move || parse_tape.parse(black_box(bytes), depth).is_ok()),
-        ),
+        loop_row("IgnoredAny scan (floor)", true, move || {
+            baseline::scan(black_box(bytes))
+        }),
+        loop_row("Tape::parse alone", false, move || {
+            parse_tape.parse(black_box(bytes), depth).is_ok()
+        }),
         loop_row(
             "check_doc on a parsed tape",
             false,
-            Box::new(move || engine.check_doc(black_box(doc)).decision == Verdict::Allow),
+            decides_doc(engine, doc),
         ),
         loop_row(
             "Tape::parse then check_doc",
             false,
             parse_then(engine, bytes, depth),
         ),
-        loop_row(
-            "check_slice",
-            false,
-            Box::new(move || engine.check_slice(black_box(bytes)).decision == Verdict::Allow),
-        ),
+        loop_row("check_slice", false, move || {
+            engine.check_slice(black_box(bytes)).decision == Verdict::Allow
+        }),
         loop_row(
             "C1-C6 by hand on the tape, parse included",
             false,
-            Box::new(move || hand_written_on_tape(&mut hand_tape, black_box(bytes), depth)),
+            move || hand_written_on_tape(&mut hand_tape, black_box(bytes), depth),
         ),
         loop_row(
             "check_doc, engine without constraints",
             false,
-            Box::new(move || bare.check_doc(black_box(doc)).decision == Verdict::Allow),
+            decides_doc(bare, doc),
         ),
         loop_row(
             "Tape::parse then check_doc without constraints",
@@ -262,15 +256,16 @@ fn paired(
     harness::print(&rows, rounds);
 }
 
+/// A loop body that decides the parsed `doc` with `engine`.
+fn decides_doc<'a>(engine: &'a Engine, doc: &'a Doc<'_>) -> impl FnMut() -> bool + 'a {
+    move || engine.check_doc(black_box(doc)).decision == Verdict::Allow
+}
+
 /// A loop body that parses `bytes` into its own tape and decides it with `engine`.
-fn parse_then<'a>(
-    engine: &'a Engine,
-    bytes: &'a [u8],
-    depth: usize,
-) -> Box<dyn FnMut() -> bool + 'a> {
+fn parse_then<'a>(engine: &'a Engine, bytes: &'a [u8], depth: usize) -> impl FnMut() -> bool + 'a {
     let mut tape = Tape::new();
-    Box::new(move || {
+    move || {
         tape.parse(black_box(bytes), depth)
             .is_ok_and(|doc| engine.check_doc(&doc).decision == Verdict::Allow)
-    })
+    }
 }
