@@ -2,7 +2,8 @@
 //!
 //! - [`op::Op`] is the instruction set, defined once; [`index`] holds the typed operand indices.
 //! - [`program::Program`] is one capability's code and tables; [`verify::verify`] turns it into a
-//!   [`verify::VerifiedProgram`], the only form the VM runs.
+//!   [`verify::VerifiedProgram`], the only form the VM runs, with its [`plan::Plan`] when it is
+//!   one positive test per check.
 //! - [`program::CompiledSkill`] / [`program::CompiledCapability`] wrap programs with everything
 //!   else the engine needs (resource template, operations, lifetime, rate limits, gating).
 //! - [`resource`], [`schema`] and [`window`] are the compiled forms of resource templates,
@@ -17,6 +18,7 @@ pub mod encode;
 pub mod index;
 pub mod matcher;
 pub mod op;
+pub mod plan;
 pub mod program;
 pub mod resource;
 pub mod schema;

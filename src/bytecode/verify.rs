@@ -18,6 +18,7 @@ use std::fmt;
 
 use super::index::{CheckIdx, Index, JumpTarget, lookup};
 use super::op::Op;
+use super::plan::Plan;
 use super::program::Program;
 
 /// The deepest stack a program may use. Compiled programs need one slot per nesting level of
@@ -34,6 +35,8 @@ pub struct VerifiedProgram {
     self_contained: Vec<bool>,
     /// Per instruction: [`VerifiedProgram::negated`].
     negated: Vec<bool>,
+    /// [`VerifiedProgram::plan`].
+    plan: Option<Plan>,
 }
 
 impl VerifiedProgram {
@@ -71,6 +74,11 @@ impl VerifiedProgram {
     /// parity, so that is the check's value under the worst answer of every such test.
     pub fn negated(&self, at: usize) -> bool {
         self.negated.get(at).copied().unwrap_or(false)
+    }
+
+    /// The program's accept plan, when it is one positive test per check ([`Plan::of`]).
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
     }
 }
 
@@ -331,12 +339,14 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         at: 0,
         reason: VerifyReason::UntraceableTest,
     })?;
+    let plan = Plan::of(&program);
     Ok(VerifiedProgram {
         program,
         max_stack: max_height,
         reads_clock,
         self_contained,
         negated,
+        plan,
     })
 }
 

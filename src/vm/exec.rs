@@ -129,8 +129,33 @@ impl Stack {
     }
 }
 
-/// Runs a program; the hot path.
+/// Runs a program; the hot path. A program with an accept plan tries it first
+/// ([`crate::bytecode::plan`]): an accept from the plan is the program's; anything else runs the
+/// program.
 pub fn run<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+) -> Result<Outcome, VmError> {
+    if let Some(plan) = program.plan()
+        && super::plan::accepts(program.program(), plan, input)
+    {
+        return Ok(Outcome::Accepted);
+    }
+    run_unplanned(program, input)
+}
+
+/// True when `program` has an accept plan and it accepts `input` (then [`run`] accepts without
+/// running the program). For the tests that show the plan takes the allows it should.
+#[doc(hidden)]
+pub fn accepted_by_plan<'r, J: Json<'r>>(program: &VerifiedProgram, input: &Input<'_, J>) -> bool {
+    program
+        .plan()
+        .is_some_and(|plan| super::plan::accepts(program.program(), plan, input))
+}
+
+/// Runs a program without trying its accept plan: the reference the plan is tested against.
+#[doc(hidden)]
+pub fn run_unplanned<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
@@ -258,13 +283,13 @@ fn traced<'r, J: Json<'r>, T: Tracer>(
 }
 
 /// The tracer interface used inside the loop; `Silent` compiles to nothing.
-trait Sink {
+pub(super) trait Sink {
     const EXPLAIN: bool;
     fn test(&mut self, report: TestReport);
     fn require(&mut self, check: CheckIdx, holds: bool);
 }
 
-struct Silent;
+pub(super) struct Silent;
 
 impl Sink for Silent {
     const EXPLAIN: bool = false;
@@ -384,7 +409,7 @@ impl Seen {
 }
 
 /// Evaluates one test instruction and reports it to the sink.
-fn test<'r, J: Json<'r>, S: Sink>(
+pub(super) fn test<'r, J: Json<'r>, S: Sink>(
     program: &Program,
     op: &Op,
     at: usize,

@@ -15,13 +15,15 @@ mod explain;
 mod input;
 pub mod json;
 pub mod path;
+mod plan;
 pub mod resource;
 pub mod schema;
 pub mod window;
 
 pub use exec::{
-    Outcome, Steps, TestReport, Tracer, VmError, format_nanos, nanos, parse_timestamp, run,
-    run_counted, trace, trace_check, trace_from, undecidable_tests_decide,
+    Outcome, Steps, TestReport, Tracer, VmError, accepted_by_plan, format_nanos, nanos,
+    parse_timestamp, run, run_counted, run_unplanned, trace, trace_check, trace_from,
+    undecidable_tests_decide,
 };
 pub use input::Input;
 pub use json::Json;

@@ -1,0 +1,505 @@
+//! The accept plan held to the program: `run` (which tries the plan first) must give exactly
+//! what `run_unplanned` gives, for every program of the planned shape and every input, on a
+//! `Value` and on a tape; and the plan must actually take the common allows.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use capgate::bytecode::index::{
+    CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
+};
+use capgate::bytecode::matcher::Matcher;
+use capgate::bytecode::op::Op;
+use capgate::bytecode::plan::{Plan, Shape};
+use capgate::bytecode::program::{
+    CheckInfo, CompiledPath, CompiledRegex, JsonRoot, PathAccess, Program, ValueSet,
+};
+use capgate::bytecode::resource::ResourcePattern;
+use capgate::bytecode::verify::{VerifiedProgram, verify};
+use capgate::syntax::ast::ResourceKind;
+use capgate::tape::Tape;
+use capgate::value::Segment;
+use capgate::vm::resource::{Bindings, RequestResource};
+use capgate::vm::{Input, Outcome, VmError, accepted_by_plan, run, run_unplanned};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn key(k: &str) -> Segment {
+    Segment::Key(k.to_owned())
+}
+
+fn json_path(root: JsonRoot, segments: Vec<Segment>, text: &str) -> CompiledPath {
+    CompiledPath {
+        access: PathAccess::Json { root, segments },
+        text: text.to_owned(),
+    }
+}
+
+/// The paths the generated tests read: every shape the plan knows, and some it does not.
+fn paths() -> Vec<CompiledPath> {
+    use JsonRoot::{Agent, Context, Payload};
+    vec![
+        json_path(
+            Payload,
+            vec![key("organizer"), key("email")],
+            "payload.organizer.email",
+        ),
+        json_path(Agent, vec![key("email")], "agent.email"),
+        json_path(
+            Payload,
+            vec![key("attendees"), Segment::Wildcard, key("email")],
+            "payload.attendees[*].email",
+        ),
+        json_path(
+            Payload,
+            vec![key("attendees"), Segment::Wildcard],
+            "payload.attendees[*]",
+        ),
+        json_path(Payload, vec![key("x"), Segment::Index(0)], "payload.x[0]"),
+        json_path(
+            Payload,
+            vec![
+                key("attendees"),
+                Segment::Wildcard,
+                key("x"),
+                Segment::Wildcard,
+            ],
+            "payload.attendees[*].x[*]",
+        ),
+        CompiledPath {
+            access: PathAccess::Binding { slot: 0 },
+            text: "resource.calendar".to_owned(),
+        },
+        json_path(Agent, Vec::new(), "agent"),
+        CompiledPath {
+            access: PathAccess::Query {
+                name: "q".to_owned(),
+            },
+            text: "resource.query.q".to_owned(),
+        },
+        CompiledPath {
+            access: PathAccess::RequestOperation,
+            text: "request.operation".to_owned(),
+        },
+        json_path(Context, vec![key("email")], "context.email"),
+        json_path(
+            Payload,
+            vec![Segment::Wildcard, key("email")],
+            "payload[*].email",
+        ),
+    ]
+}
+
+const PATHS: usize = 12;
+
+/// One test over the paths above: `kind` picks the instruction.
+fn test_op(kind: usize, path: usize, other: usize, optional: bool) -> Op {
+    let (path, other) = (
+        PathIdx::from_usize(path).unwrap(),
+        PathIdx::from_usize(other).unwrap(),
+    );
+    match kind {
+        0 => Op::Equals {
+            path,
+            value: ConstIdx::from_usize(0).unwrap(),
+            optional,
+        },
+        1 => Op::InSet {
+            path,
+            set: SetIdx::from_usize(0).unwrap(),
+            optional,
+        },
+        2 => Op::Matches {
+            path,
+            regex: RegexIdx::from_usize(0).unwrap(),
+            optional,
+        },
+        3 => Op::EqualsPath {
+            path,
+            other,
+            optional,
+        },
+        4 => Op::BindsIdentity {
+            path,
+            identity: other,
+            optional,
+        },
+        _ => Op::Schema {
+            schema: SchemaIdx::from_usize(0).unwrap(),
+        },
+    }
+}
+
+/// `test; require` for each test, then `accept`: the shape every plan has.
+fn planned_program(tests: &[Op]) -> Program {
+    let mut code = Vec::new();
+    let mut checks = Vec::new();
+    for (i, test) in tests.iter().enumerate() {
+        let start = u32::try_from(code.len()).unwrap();
+        code.push(*test);
+        code.push(Op::Require {
+            check: CheckIdx::from_usize(i).unwrap(),
+        });
+        checks.push(CheckInfo {
+            constraint: "fieldEquals",
+            location: None,
+            summary: String::new(),
+            code_start: start,
+            code_end: start + 2,
+        });
+    }
+    code.push(Op::Accept);
+    let schema = json!({
+        "type": "object",
+        "required": ["organizer"],
+        "properties": {
+            "x": { "type": "string", "maxLength": 3 },
+            "attendees": { "type": "array", "maxItems": 3 },
+            "recurrence": false
+        }
+    });
+    Program {
+        debug: vec![None; code.len()],
+        code,
+        consts: vec![json!("a@example.com")],
+        sets: vec![ValueSet {
+            values: vec![json!("a@example.com"), json!("primary"), json!(1)],
+        }],
+        regexes: vec![CompiledRegex {
+            regex: Matcher::build("^(?:[^@]+@example\\.com|a)$", false, 1 << 20).unwrap(),
+            source: "[^@]+@example\\.com|a".to_owned(),
+            case_insensitive: false,
+        }],
+        schemas: vec![capgate::compile::schema::compile_schema(&schema).unwrap()],
+        paths: paths(),
+        checks,
+        ..Program::default()
+    }
+}
+
+/// JSON built from the names and values the paths read, so most documents are near a shape a
+/// test holds on, and many are one step off it.
+fn document() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(json!("a@example.com")),
+        Just(json!("eve@evil.com")),
+        Just(json!("a")),
+        Just(json!("primary")),
+        Just(json!("")),
+        Just(json!("a\u{e9}@example.com")),
+        Just(json!(1)),
+        Just(json!(1.0)),
+        Just(json!(true)),
+        Just(Value::Null),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec![
+                        "organizer",
+                        "email",
+                        "attendees",
+                        "x",
+                        "recurrence",
+                        "q",
+                    ]),
+                    inner
+                ),
+                0..5
+            )
+            .prop_map(|members| Value::Object(
+                members
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect()
+            )),
+        ]
+    })
+}
+
+/// A value the tests hold on half of the time, else one that breaks them in one way or another.
+fn near_leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => Just(json!("a@example.com")),
+        1 => Just(Value::Null),
+        1 => Just(json!("eve@evil.com")),
+        1 => Just(json!(1)),
+        1 => Just(json!({"email": "a@example.com"})),
+    ]
+}
+
+/// Documents shaped like the allows the plan is for: an organizer, attendees and `x`, each
+/// member maybe missing or of another kind.
+fn near_allow() -> impl Strategy<Value = Value> {
+    let member = |value: BoxedStrategy<Value>| prop::option::weighted(0.85, value);
+    let email = || near_leaf().prop_map(|email| json!({ "email": email }));
+    let attendees = prop_oneof![
+        4 => prop::collection::vec(
+            prop_oneof![4 => email().boxed(), 1 => near_leaf().boxed()],
+            0..6
+        )
+        .prop_map(Value::Array),
+        1 => near_leaf(),
+    ];
+    (
+        member(prop_oneof![4 => email(), 1 => near_leaf()].boxed()),
+        member(attendees.boxed()),
+        member(near_leaf().boxed()),
+        member(near_leaf().boxed()),
+    )
+        .prop_map(|(organizer, attendees, x, email)| {
+            let mut object = serde_json::Map::new();
+            for (name, value) in [
+                ("organizer", organizer),
+                ("attendees", attendees),
+                ("x", x),
+                ("email", email),
+            ] {
+                if let Some(value) = value {
+                    object.insert(name.to_owned(), value);
+                }
+            }
+            Value::Object(object)
+        })
+}
+
+/// What `run` and `run_unplanned` give on these documents, on `Value`s and on tapes.
+#[derive(Debug, PartialEq)]
+struct Outcomes {
+    planned: Result<Outcome, VmError>,
+    unplanned: Result<Outcome, VmError>,
+    planned_on_tape: Result<Outcome, VmError>,
+    unplanned_on_tape: Result<Outcome, VmError>,
+}
+
+fn outcomes(
+    program: &VerifiedProgram,
+    [payload, agent, context]: [&Value; 3],
+    resource: &str,
+    max_array_scan: usize,
+) -> Outcomes {
+    let pattern = ResourcePattern::compile(ResourceKind::Tool, "cal/{calendar}").unwrap();
+    let request = RequestResource::parse(resource).unwrap();
+    let mut bindings = Bindings::new();
+    // An unmatched resource leaves slot 0 unbound: the binding path is then absent.
+    pattern.matches(&request, &mut bindings);
+    let input = |documents| Input {
+        max_array_scan,
+        ..input(documents, &request, &bindings)
+    };
+    let on_values = input([payload, agent, context]);
+    let texts = [payload, agent, context].map(Value::to_string);
+    let mut tapes = [Tape::new(), Tape::new(), Tape::new()];
+    let [p, a, c] = &mut tapes;
+    let docs = [
+        p.parse(texts[0].as_bytes(), 64).unwrap(),
+        a.parse(texts[1].as_bytes(), 64).unwrap(),
+        c.parse(texts[2].as_bytes(), 64).unwrap(),
+    ];
+    let on_tapes = Input {
+        max_array_scan,
+        ..input_tape(
+            [docs[0].root(), docs[1].root(), docs[2].root()],
+            &request,
+            &bindings,
+        )
+    };
+    Outcomes {
+        planned: run(program, &on_values),
+        unplanned: run_unplanned(program, &on_values),
+        planned_on_tape: run(program, &on_tapes),
+        unplanned_on_tape: run_unplanned(program, &on_tapes),
+    }
+}
+
+fn input<'a>(
+    [payload, agent, context]: [&'a Value; 3],
+    resource: &'a RequestResource<'a>,
+    bindings: &'a Bindings<'a>,
+) -> Input<'a, &'a Value> {
+    Input {
+        payload,
+        agent,
+        context,
+        resource,
+        bindings,
+        skill: "s",
+        operation: "a@example.com",
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+    }
+}
+
+fn input_tape<'a, J>(
+    [payload, agent, context]: [J; 3],
+    resource: &'a RequestResource<'a>,
+    bindings: &'a Bindings<'a>,
+) -> Input<'a, J> {
+    Input {
+        payload,
+        agent,
+        context,
+        resource,
+        bindings,
+        skill: "s",
+        operation: "a@example.com",
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+    }
+}
+
+fn test_strategy() -> impl Strategy<Value = Op> {
+    (0usize..6, 0..PATHS, 0..PATHS, any::<bool>())
+        .prop_map(|(kind, path, other, optional)| test_op(kind, path, other, optional))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// Whatever the tests, documents, binding and scan limit: the plan changes nothing.
+    #[test]
+    fn a_planned_run_decides_as_the_program_does(
+        tests in prop::collection::vec(test_strategy(), 1..5),
+        payload in prop_oneof![document(), near_allow()],
+        agent in prop_oneof![document(), near_allow(), near_leaf()],
+        context in prop_oneof![Just(Value::Null), document(), near_allow()],
+        resource in prop::sample::select(vec![
+            "tool:cal/a@example.com",
+            "tool:cal/primary",
+            "tool:cal/a%40example.com",
+            "tool:cal/other",
+            "tool:elsewhere?q=a&q=a",
+            "tool:cal/a?q=a@example.com",
+        ]),
+        max_array_scan in 0usize..5,
+    ) {
+        let program = verify(planned_program(&tests)).unwrap();
+        prop_assert!(program.plan().is_some(), "every generated program has a plan");
+        let got = outcomes(&program, [&payload, &agent, &context], resource, max_array_scan);
+        prop_assert_eq!(&got.planned, &got.unplanned);
+        prop_assert_eq!(&got.planned_on_tape, &got.unplanned_on_tape);
+        prop_assert_eq!(&got.planned, &got.planned_on_tape);
+    }
+}
+
+/// Each shape the plan knows accepts an allow itself (so the property above is not met only by
+/// a plan that always declines), and a test of another shape is run as the program runs it.
+#[test]
+fn the_plan_takes_each_shape_it_knows() {
+    let allow_payload = json!({
+        "organizer": {"email": "a@example.com"},
+        "attendees": [{"email": "a@example.com"}, {"email": "b@example.com"}],
+        "x": "abc"
+    });
+    let agent = json!({"email": "a@example.com"});
+    let pattern = ResourcePattern::compile(ResourceKind::Tool, "cal/{calendar}").unwrap();
+    let request = RequestResource::parse("tool:cal/primary").unwrap();
+    let mut bindings = Bindings::new();
+    assert!(pattern.matches(&request, &mut bindings));
+    let cases: [(Op, Shape); 6] = [
+        (test_op(0, 0, 0, false), Shape::Plain),
+        (test_op(1, 6, 0, false), Shape::Plain),
+        (test_op(2, 2, 0, false), Shape::EachKeys { wildcard: 1 }),
+        (test_op(4, 0, 1, false), Shape::Plain),
+        (test_op(5, 0, 0, false), Shape::Schema),
+        (test_op(0, 4, 0, false), Shape::General),
+    ];
+    for (test, shape) in cases {
+        let program = verify(planned_program(&[test])).unwrap();
+        let plan = program.plan().expect("a one-test program has a plan");
+        assert_eq!(plan.tests().len(), 1);
+        assert_eq!(plan.tests()[0].shape, shape, "{test:?}");
+        assert_eq!(plan.tests()[0].at, 0);
+        let payload = if shape == Shape::General {
+            json!({"x": ["a@example.com"]})
+        } else {
+            allow_payload.clone()
+        };
+        let documents = [&payload, &agent, &Value::Null];
+        let got = outcomes(&program, documents, "tool:cal/primary", 100);
+        assert_eq!(got.planned, Ok(Outcome::Accepted), "{test:?}");
+        assert_eq!(got.unplanned, Ok(Outcome::Accepted), "{test:?}");
+        assert!(
+            accepted_by_plan(&program, &input(documents, &request, &bindings)),
+            "the plan accepts {test:?}"
+        );
+    }
+}
+
+#[test]
+fn programs_with_combinators_or_constants_have_no_plan() {
+    let equals = test_op(0, 0, 0, false);
+    let require = Op::Require {
+        check: CheckIdx::from_usize(0).unwrap(),
+    };
+    let and_then = Op::AndThen {
+        target: JumpTarget::from_usize(3).unwrap(),
+    };
+    let shapes: [Vec<Op>; 4] = [
+        vec![equals, Op::Not, require, Op::Accept],
+        vec![Op::Push(true), require, Op::Accept],
+        vec![equals, and_then, equals, require, Op::Accept],
+        vec![require, equals, Op::Accept],
+    ];
+    for code in shapes {
+        let mut program = planned_program(&[equals]);
+        program.debug = vec![None; code.len()];
+        program.checks[0].code_end = u32::try_from(code.len()).unwrap();
+        program.code = code.clone();
+        assert_eq!(Plan::of(&program), None, "{code:?}");
+    }
+}
+
+fn load(paths: &[&std::path::Path]) -> capgate::LoadedPolicy {
+    capgate::PolicyLoader::new(capgate::Limits::DEFAULT)
+        .finish_paths(paths)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The compiler's programs get plans: the peers scenario's four checks each have the shape the
+/// plan reads directly, and so do most capabilities of the bundled policies.
+#[test]
+fn compiled_programs_get_the_plans_of_their_shapes() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = load(&[&root.join("benches/peers/scenario.cap")]);
+    let program = &scenario.skills[0].capabilities[0].program;
+    let shapes: Vec<Shape> = program
+        .plan()
+        .expect("the scenario is one test per check")
+        .tests()
+        .iter()
+        .map(|test| test.shape)
+        .collect();
+    assert_eq!(
+        shapes,
+        [
+            Shape::Plain,
+            Shape::Plain,
+            Shape::EachKeys { wildcard: 1 },
+            Shape::Schema
+        ]
+    );
+    let bundled = load(&[&root.join("policies")]);
+    let capabilities: Vec<_> = bundled
+        .skills
+        .iter()
+        .flat_map(|skill| &skill.capabilities)
+        .collect();
+    let planned = capabilities
+        .iter()
+        .filter(|capability| capability.program.plan().is_some())
+        .count();
+    // Those without use `not`, `anyOf` or `allOf`; the count is in docs/performance.md.
+    assert!(
+        planned * 2 > capabilities.len(),
+        "{planned} of {} capabilities have plans",
+        capabilities.len()
+    );
+}
