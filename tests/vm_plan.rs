@@ -127,8 +127,11 @@ fn test_op(kind: usize, path: usize, other: usize, optional: bool) -> Op {
             identity: other,
             optional,
         },
-        _ => Op::Schema {
+        5 => Op::Schema {
             schema: SchemaIdx::from_usize(0).unwrap(),
+        },
+        _ => Op::Schema {
+            schema: SchemaIdx::from_usize(1).unwrap(),
         },
     }
 }
@@ -161,6 +164,11 @@ fn planned_program(tests: &[Op]) -> Program {
             "recurrence": false
         }
     });
+    // `items` is not a keyword of a flat schema.
+    let not_flat = json!({
+        "type": "object",
+        "properties": { "attendees": { "items": { "required": ["email"] } } }
+    });
     Program {
         debug: vec![None; code.len()],
         code,
@@ -173,7 +181,10 @@ fn planned_program(tests: &[Op]) -> Program {
             source: "[^@]+@example\\.com|a".to_owned(),
             case_insensitive: false,
         }],
-        schemas: vec![capgate::compile::schema::compile_schema(&schema).unwrap()],
+        schemas: vec![
+            capgate::compile::schema::compile_schema(&schema).unwrap(),
+            capgate::compile::schema::compile_schema(&not_flat).unwrap(),
+        ],
         paths: paths(),
         checks,
         ..Program::default()
@@ -356,7 +367,7 @@ fn input_tape<'a, J>(
 }
 
 fn test_strategy() -> impl Strategy<Value = Op> {
-    (0usize..6, 0..PATHS, 0..PATHS, any::<bool>())
+    (0usize..7, 0..PATHS, 0..PATHS, any::<bool>())
         .prop_map(|(kind, path, other, optional)| test_op(kind, path, other, optional))
 }
 
@@ -389,6 +400,96 @@ proptest! {
     }
 }
 
+/// A subschema of a property: `true`, `false`, leaves, and some that are not leaves.
+fn property_schema() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!(true)),
+        Just(json!(false)),
+        Just(json!({})),
+        Just(json!({"type": "string", "minLength": 1, "maxLength": 3})),
+        Just(json!({"type": ["string", "null"], "maxLength": 13})),
+        Just(json!({"type": "array", "maxItems": 2})),
+        Just(json!({"minItems": 1})),
+        Just(json!({"type": "integer"})),
+        Just(json!({"type": "object"})),
+        Just(json!({"pattern": "a"})),
+        Just(json!({"const": "a"})),
+        Just(json!({"items": false})),
+    ]
+}
+
+/// Schemas that are flat, or one keyword away from it, with any of the limits.
+fn flat_ish_schema() -> impl Strategy<Value = (Value, u32, u64)> {
+    let names =
+        || prop::sample::subsequence(vec!["organizer", "email", "attendees", "x", "q"], 0..=5);
+    (
+        prop_oneof![
+            Just(json!("object")),
+            Just(json!(["object", "null"])),
+            Just(json!("string")),
+            Just(Value::Null),
+        ],
+        names(),
+        prop::collection::vec(
+            (
+                prop::sample::select(vec!["organizer", "email", "attendees", "x", "q"]),
+                property_schema(),
+            ),
+            0..5,
+        ),
+        prop_oneof![
+            8 => Just(None),
+            1 => Just(Some(json!({"additionalProperties": false}))),
+            1 => Just(Some(json!({"maxProperties": 2}))),
+            1 => Just(Some(json!({"minLength": 2}))),
+        ],
+        0u32..4,
+        prop_oneof![Just(1_000_000u64), 0u64..7],
+    )
+        .prop_map(|(types, required, properties, extra, depth, steps)| {
+            let mut schema = serde_json::Map::new();
+            if !types.is_null() {
+                schema.insert("type".to_owned(), types);
+            }
+            if !required.is_empty() {
+                schema.insert("required".to_owned(), json!(required));
+            }
+            if !properties.is_empty() {
+                let properties: serde_json::Map<String, Value> = properties
+                    .into_iter()
+                    .map(|(name, schema)| (name.to_owned(), schema))
+                    .collect();
+                schema.insert("properties".to_owned(), Value::Object(properties));
+            }
+            if let Some(Value::Object(extra)) = extra {
+                schema.extend(extra);
+            }
+            (Value::Object(schema), depth, steps)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// A payload schema checked by the plan (flat or not) decides as the schema evaluator does,
+    /// whatever the schema's depth and step limits.
+    #[test]
+    fn a_planned_schema_decides_as_the_evaluator_does(
+        (schema, depth, steps) in flat_ish_schema(),
+        payload in prop_oneof![document(), near_allow()],
+    ) {
+        let mut program = planned_program(&[test_op(5, 0, 0, false)]);
+        program.schemas[0] = capgate::compile::schema::compile_schema(&schema)
+            .unwrap()
+            .with_limits(depth, steps);
+        let program = verify(program).unwrap();
+        let got = outcomes(&program, [&payload, &Value::Null, &Value::Null], "tool:cal/a", 100);
+        prop_assert_eq!(&got.planned, &got.unplanned);
+        prop_assert_eq!(&got.planned_on_tape, &got.unplanned_on_tape);
+        prop_assert_eq!(&got.planned, &got.planned_on_tape);
+    }
+}
+
 /// Each shape the plan knows accepts an allow itself (so the property above is not met only by
 /// a plan that always declines), and a test of another shape is run as the program runs it.
 #[test]
@@ -403,12 +504,13 @@ fn the_plan_takes_each_shape_it_knows() {
     let request = RequestResource::parse("tool:cal/primary").unwrap();
     let mut bindings = Bindings::new();
     assert!(pattern.matches(&request, &mut bindings));
-    let cases: [(Op, Shape); 6] = [
+    let cases: [(Op, Shape); 7] = [
         (test_op(0, 0, 0, false), Shape::Plain),
         (test_op(1, 6, 0, false), Shape::Plain),
         (test_op(2, 2, 0, false), Shape::EachKeys { wildcard: 1 }),
         (test_op(4, 0, 1, false), Shape::Plain),
-        (test_op(5, 0, 0, false), Shape::Schema),
+        (test_op(5, 0, 0, false), Shape::FlatSchema { flat: 0 }),
+        (test_op(6, 0, 0, false), Shape::Schema),
         (test_op(0, 4, 0, false), Shape::General),
     ];
     for (test, shape) in cases {
@@ -483,7 +585,7 @@ fn compiled_programs_get_the_plans_of_their_shapes() {
             Shape::Plain,
             Shape::Plain,
             Shape::EachKeys { wildcard: 1 },
-            Shape::Schema
+            Shape::FlatSchema { flat: 0 }
         ]
     );
     let bundled = load(&[&root.join("policies")]);

@@ -13,14 +13,41 @@
 //! Derived from the verified code alone, so a program loaded from a `.capc` file gets the same
 //! plan as one compiled from source.
 
+use super::index::lookup;
 use super::op::Op;
 use super::program::{PathAccess, Program};
+use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
 use crate::value::Segment;
 
 /// The tests of a program that accepts exactly when all of them hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     tests: Box<[PlanTest]>,
+    /// The flat schemas of its [`Shape::FlatSchema`] tests.
+    schemas: Box<[FlatSchema]>,
+}
+
+/// A payload schema that is only `type` (including `object`), `required` and `properties`
+/// whose subschemas are `true`, `false` or leaves (`type` and size bounds): checked as one
+/// lookup per named property. Such a schema takes at most one step for the root and one per
+/// property; the plan takes it only when the schema's limits leave room for that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatSchema {
+    /// `required` names that `properties` does not list.
+    pub required_only: Box<[String]>,
+    /// `properties`, each with whether it is also `required`.
+    pub properties: Box<[(String, FlatProperty, bool)]>,
+}
+
+/// The subschema of one property of a [`FlatSchema`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlatProperty {
+    /// `true`: any value.
+    Always,
+    /// `false`: the property may not be present.
+    Never,
+    /// A leaf: `type` and the size bounds.
+    Leaf(Leaf),
 }
 
 /// One test of a [`Plan`]: the instruction and how its paths are read.
@@ -44,7 +71,12 @@ pub enum Shape {
         /// The position of the `[*]` among the path's segments.
         wildcard: usize,
     },
-    /// A `Schema`: the payload against the schema, as the VM checks it.
+    /// A `Schema` whose schema is flat: [`Plan::flat_schema`] `flat`.
+    FlatSchema {
+        /// The flat schema's position in the plan.
+        flat: usize,
+    },
+    /// Any other `Schema`: the payload against the schema, as the VM checks it.
     Schema,
     /// Any other test: run as the VM runs it.
     General,
@@ -59,17 +91,29 @@ impl Plan {
             return None;
         }
         let mut tests = Vec::with_capacity(pairs.len() / 2);
+        let mut schemas = Vec::new();
         for (pair, at) in pairs.chunks_exact(2).zip((0..).step_by(2)) {
             let [test, Op::Require { .. }] = pair else {
                 return None;
             };
-            tests.push(PlanTest {
-                at,
-                shape: shape(program, test)?,
-            });
+            let flat = match *test {
+                Op::Schema { schema } => lookup(&program.schemas, schema).and_then(flat_schema),
+                _ => None,
+            };
+            let shape = match flat {
+                Some(flat) => {
+                    schemas.push(flat);
+                    Shape::FlatSchema {
+                        flat: schemas.len() - 1,
+                    }
+                }
+                None => shape(program, test)?,
+            };
+            tests.push(PlanTest { at, shape });
         }
         Some(Plan {
             tests: tests.into_boxed_slice(),
+            schemas: schemas.into_boxed_slice(),
         })
     }
 
@@ -77,19 +121,100 @@ impl Plan {
     pub fn tests(&self) -> &[PlanTest] {
         &self.tests
     }
+
+    /// The flat schema of a [`Shape::FlatSchema`] test.
+    pub fn flat_schema(&self, flat: usize) -> Option<&FlatSchema> {
+        self.schemas.get(flat)
+    }
+}
+
+/// `schema` as a [`FlatSchema`], when it is one.
+fn flat_schema(schema: &SchemaProgram) -> Option<FlatSchema> {
+    let Some(SchemaNode::Object(root)) = schema.node(schema.root()) else {
+        return None;
+    };
+    // Every field named (no `..`), so a keyword added to `SchemaObject` does not compile until
+    // it is placed here: a keyword the flat check ignored would be skipped (fail open). The
+    // string, number and array keywords do not apply to the object instances the flat check
+    // accepts, but are refused all the same: a flat schema is what it looks like.
+    let SchemaObject {
+        reference: None,
+        types,
+        enum_values: None,
+        const_value: None,
+        minimum: None,
+        maximum: None,
+        exclusive_minimum: None,
+        exclusive_maximum: None,
+        multiple_of: None,
+        min_length: None,
+        max_length: None,
+        pattern: None,
+        format: None,
+        prefix_items,
+        items: None,
+        contains: None,
+        min_items: None,
+        max_items: None,
+        unique_items: false,
+        required,
+        properties,
+        pattern_properties,
+        additional_properties: None,
+        property_names: None,
+        min_properties: None,
+        max_properties: None,
+        dependent_required,
+        all_of,
+        any_of,
+        one_of,
+        not: None,
+        condition: None,
+        shape: _,
+    } = &**root
+    else {
+        return None;
+    };
+    let lists_empty = prefix_items.is_empty()
+        && pattern_properties.is_empty()
+        && dependent_required.is_empty()
+        && all_of.is_empty()
+        && any_of.is_empty()
+        && one_of.is_empty();
+    if !lists_empty || types.is_some_and(|types| !types.contains(SchemaType::Object)) {
+        return None;
+    }
+    let properties = properties
+        .iter()
+        .map(|(name, id)| {
+            let property = match schema.node(*id)? {
+                SchemaNode::Always => FlatProperty::Always,
+                SchemaNode::Never => FlatProperty::Never,
+                SchemaNode::Object(object) => FlatProperty::Leaf(**object.shape.leaf.as_ref()?),
+            };
+            Some((name.clone(), property, required.contains(name)))
+        })
+        .collect::<Option<Box<[_]>>>()?;
+    let required_only = required
+        .iter()
+        .filter(|name| !properties.iter().any(|(property, ..)| property == *name))
+        .cloned()
+        .collect();
+    Some(FlatSchema {
+        required_only,
+        properties,
+    })
 }
 
 /// How the plan reads `test`; `None` for an instruction that is not a test.
 fn shape(program: &Program, test: &Op) -> Option<Shape> {
     let plain = |index| {
-        crate::bytecode::index::lookup(&program.paths, index).is_some_and(|path| {
-            match &path.access {
-                PathAccess::Binding { .. } => true,
-                PathAccess::Json { segments, .. } => {
-                    segments.iter().all(|s| matches!(s, Segment::Key(_)))
-                }
-                _ => false,
+        lookup(&program.paths, index).is_some_and(|path| match &path.access {
+            PathAccess::Binding { .. } => true,
+            PathAccess::Json { segments, .. } => {
+                segments.iter().all(|s| matches!(s, Segment::Key(_)))
             }
+            _ => false,
         })
     };
     Some(match *test {
@@ -121,7 +246,7 @@ fn shape(program: &Program, test: &Op) -> Option<Shape> {
 
 /// Where the one `[*]` of a JSON path of keys and one `[*]` is.
 fn each_keys(program: &Program, path: crate::bytecode::index::PathIdx) -> Option<usize> {
-    let path = crate::bytecode::index::lookup(&program.paths, path)?;
+    let path = lookup(&program.paths, path)?;
     let PathAccess::Json { segments, .. } = &path.access else {
         return None;
     };

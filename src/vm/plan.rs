@@ -12,10 +12,12 @@ use super::exec::{Silent, Steps, test};
 use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::path::Leaf;
+use super::schema::leaf_holds;
 use crate::bytecode::index::{PathIdx, lookup};
 use crate::bytecode::op::Op;
-use crate::bytecode::plan::{Plan, PlanTest, Shape};
+use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanTest, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
+use crate::bytecode::schema::SchemaProgram;
 use crate::value::Segment;
 
 /// True when every test of `plan` holds on `input`, read without the general walk; `false` also
@@ -26,12 +28,19 @@ pub(super) fn accepts<'r, J: Json<'r>>(
     plan: &Plan,
     input: &Input<'_, J>,
 ) -> bool {
-    plan.tests().iter().all(|test| holds(program, test, input))
+    plan.tests()
+        .iter()
+        .all(|test| holds(program, plan, test, input))
 }
 
 /// Whether one test surely holds.
 #[inline]
-fn holds<'r, J: Json<'r>>(program: &Program, planned: &PlanTest, input: &Input<'_, J>) -> bool {
+fn holds<'r, J: Json<'r>>(
+    program: &Program,
+    plan: &Plan,
+    planned: &PlanTest,
+    input: &Input<'_, J>,
+) -> bool {
     let Some(op) = program.code.get(planned.at) else {
         return false;
     };
@@ -83,6 +92,12 @@ fn holds<'r, J: Json<'r>>(program: &Program, planned: &PlanTest, input: &Input<'
                     leaf.as_str()
                         .is_some_and(|text| regex.regex.is_match(&text))
                 }),
+                _ => false,
+            }
+        }
+        (Shape::FlatSchema { flat }, Op::Schema { schema }) => {
+            match (plan.flat_schema(flat), lookup(&program.schemas, schema)) {
+                (Some(flat), Some(schema)) => flat_holds(flat, schema, input.payload),
                 _ => false,
             }
         }
@@ -158,4 +173,29 @@ fn each_keys<'r, J: Json<'r>>(
         }
         _ => false,
     }
+}
+
+/// True when `instance` is an object valid against `flat`, the flat form of `schema`, within
+/// `schema`'s limits: what `crate::vm::schema::is_valid` answers for such an instance, which
+/// costs one step for the root and one per property present, at depth 1 below the root.
+#[inline]
+fn flat_holds<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, instance: J) -> bool {
+    let steps = u64::try_from(flat.properties.len()).unwrap_or(u64::MAX);
+    if schema.depth_limit() < 2
+        || schema.step_limit() <= steps
+        || instance.kind() != JsonKind::Object
+    {
+        return false;
+    }
+    flat.required_only
+        .iter()
+        .all(|name| instance.get(name).is_some())
+        && flat.properties.iter().all(|(name, property, required)| {
+            match (instance.get(name), property) {
+                (None, _) => !required,
+                (Some(_), FlatProperty::Always) => true,
+                (Some(_), FlatProperty::Never) => false,
+                (Some(value), FlatProperty::Leaf(leaf)) => leaf_holds(leaf, value),
+            }
+        })
 }

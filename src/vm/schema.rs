@@ -240,7 +240,7 @@ fn length_within(text: &str, min: Option<u64>, max: Option<u64>) -> bool {
 
 /// [`Leaf`]'s keywords on `instance`: what `Eval::object` decides for such a schema.
 #[inline]
-fn leaf_holds<'r, J: Json<'r>>(leaf: &Leaf, instance: J) -> bool {
+pub(super) fn leaf_holds<'r, J: Json<'r>>(leaf: &Leaf, instance: J) -> bool {
     if let Some(types) = leaf.types {
         if !Instance::Value(instance).has_type(types) {
             return false;
