@@ -1,4 +1,4 @@
-//! The accept plan held to the program: `run` (which tries the plan first) must give exactly
+//! The plan held to the program: `run` (which tries the plan first) must give exactly
 //! what `run_unplanned` gives, for every program of the planned shape and every input, on a
 //! `Value` and on a tape; and the plan must actually take the common allows.
 #![allow(
@@ -23,7 +23,7 @@ use capgate::syntax::ast::ResourceKind;
 use capgate::tape::Tape;
 use capgate::value::Segment;
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, Outcome, VmError, accepted_by_plan, run, run_unplanned};
+use capgate::vm::{Input, Outcome, VmError, decided_by_plan, run, run_unplanned};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -251,7 +251,11 @@ fn near_allow() -> impl Strategy<Value = Value> {
     let email = || near_leaf().prop_map(|email| json!({ "email": email }));
     let attendees = prop_oneof![
         4 => prop::collection::vec(
-            prop_oneof![4 => email().boxed(), 1 => near_leaf().boxed()],
+            prop_oneof![
+                8 => email().boxed(),
+                1 => near_leaf().boxed(),
+                1 => Just(json!({"name": "a"})).boxed(),
+            ],
             0..6
         )
         .prop_map(Value::Array),
@@ -400,6 +404,30 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// One test of a shape the plan answers itself, on documents near its allows: where the
+    /// plan decides, it decides as the program does.
+    #[test]
+    fn a_planned_test_decides_as_the_program_does(
+        kind in 0usize..5,
+        path in prop::sample::select(vec![0usize, 1, 2, 3, 6, 7]),
+        other in prop::sample::select(vec![0usize, 1, 6, 7]),
+        optional in any::<bool>(),
+        payload in near_allow(),
+        agent in prop_oneof![near_allow(), near_leaf()],
+        max_array_scan in 0usize..7,
+    ) {
+        let program = verify(planned_program(&[test_op(kind, path, other, optional)])).unwrap();
+        let documents = [&payload, &agent, &Value::Null];
+        let got = outcomes(&program, documents, "tool:cal/a@example.com", max_array_scan);
+        prop_assert_eq!(&got.planned, &got.unplanned);
+        prop_assert_eq!(&got.planned_on_tape, &got.unplanned_on_tape);
+        prop_assert_eq!(&got.planned, &got.planned_on_tape);
+    }
+}
+
 /// A subschema of a property: `true`, `false`, leaves, and some that are not leaves.
 fn property_schema() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -490,8 +518,9 @@ proptest! {
     }
 }
 
-/// Each shape the plan knows accepts an allow itself (so the property above is not met only by
-/// a plan that always declines), and a test of another shape is run as the program runs it.
+/// Each shape the plan knows decides an allow and a deny itself (so the properties above are not
+/// met only by a plan that always leaves the call to the program), and a test of another shape
+/// is run as the program runs it.
 #[test]
 fn the_plan_takes_each_shape_it_knows() {
     let allow_payload = json!({
@@ -528,10 +557,24 @@ fn the_plan_takes_each_shape_it_knows() {
         let got = outcomes(&program, documents, "tool:cal/primary", 100);
         assert_eq!(got.planned, Ok(Outcome::Accepted), "{test:?}");
         assert_eq!(got.unplanned, Ok(Outcome::Accepted), "{test:?}");
-        assert!(
-            accepted_by_plan(&program, &input(documents, &request, &bindings)),
-            "the plan accepts {test:?}"
-        );
+        let decided = decided_by_plan(&program, &input(documents, &request, &bindings));
+        assert_eq!(decided, Some(Outcome::Accepted), "{test:?}");
+        // A value of the right kind that fails the test fails it in the plan too.
+        let deny = json!({
+            "organizer": {"email": "b@example.com"},
+            "attendees": [{"email": "a@example.com"}, {"email": "eve@evil.com"}, {}],
+            "x": ["abc"]
+        });
+        let denied = [&deny, &agent, &Value::Null];
+        let got = outcomes(&program, denied, "tool:cal/team", 100);
+        let failed = Ok(Outcome::Failed(CheckIdx::from_usize(0).unwrap()));
+        assert_eq!(got.unplanned, failed, "{test:?}");
+        assert_eq!(got.planned, failed, "{test:?}");
+        let request = RequestResource::parse("tool:cal/team").unwrap();
+        let mut bindings = Bindings::new();
+        assert!(pattern.matches(&request, &mut bindings));
+        let decided = decided_by_plan(&program, &input(denied, &request, &bindings));
+        assert_eq!(decided, failed.ok(), "{test:?}");
     }
 }
 

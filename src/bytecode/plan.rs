@@ -1,19 +1,21 @@
-//! The accept plan: the tests of a program that is one positive test per check, with the shape
-//! of each test's paths resolved once, at verification.
+//! The plan: the tests of a program that is one positive test per check, with the shape of each
+//! test's paths resolved once, at verification.
 //!
 //! Most capabilities compile to `test; require` for each constraint, then `accept`: no `not`, no
-//! `anyOf` or `allOf`. Such a program accepts exactly when every one of its tests holds, in
-//! whatever order they run, so the VM may first try the tests in a tight loop on paths whose
-//! shape it knows here (a binding slot, keys only, keys around one `[*]`), without the general
-//! walk's layers. Only an *accept* is taken from the plan: a test that fails there, or meets
-//! anything the plan does not read directly, sends the decision to the full run, which decides
-//! and explains it exactly as without a plan (`crate::vm::run`). So the plan can make an allow
-//! faster but can never make a decision other than the program's own.
+//! `anyOf` or `allOf`. Such a program accepts exactly when every one of its tests holds, and
+//! otherwise fails the check of the first test that does not; so the VM may first try the tests
+//! in a tight loop on paths whose shape it knows here (a binding slot, keys only, keys around one
+//! `[*]`, a flat payload schema), without the general walk's layers. The plan answers a test only
+//! where the program's test would reach the same values and decide alike on them; at the first
+//! test it cannot answer (a value missing or of another kind, an array over the scan limit), the
+//! program runs from that test's check on, and decides and explains the call exactly as it would
+//! have from the start (`crate::vm::run`): the checks before it held, and between checks such a
+//! program's stack is empty. So the plan can make a decision faster but never another one.
 //!
 //! Derived from the verified code alone, so a program loaded from a `.capc` file gets the same
 //! plan as one compiled from source.
 
-use super::index::lookup;
+use super::index::{CheckIdx, lookup};
 use super::op::Op;
 use super::program::{PathAccess, Program};
 use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
@@ -55,6 +57,8 @@ pub enum FlatProperty {
 pub struct PlanTest {
     /// The test's instruction position.
     pub at: usize,
+    /// The check its `Require` ends.
+    pub check: CheckIdx,
     /// How the plan evaluates it.
     pub shape: Shape,
 }
@@ -93,10 +97,10 @@ impl Plan {
         let mut tests = Vec::with_capacity(pairs.len() / 2);
         let mut schemas = Vec::new();
         for (pair, at) in pairs.chunks_exact(2).zip((0..).step_by(2)) {
-            let [test, Op::Require { .. }] = pair else {
+            let [test, Op::Require { check }] = *pair else {
                 return None;
             };
-            let flat = match *test {
+            let flat = match test {
                 Op::Schema { schema } => lookup(&program.schemas, schema).and_then(flat_schema),
                 _ => None,
             };
@@ -107,9 +111,9 @@ impl Plan {
                         flat: schemas.len() - 1,
                     }
                 }
-                None => shape(program, test)?,
+                None => shape(program, &test)?,
             };
-            tests.push(PlanTest { at, shape });
+            tests.push(PlanTest { at, check, shape });
         }
         Some(Plan {
             tests: tests.into_boxed_slice(),

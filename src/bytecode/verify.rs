@@ -76,7 +76,7 @@ impl VerifiedProgram {
         self.negated.get(at).copied().unwrap_or(false)
     }
 
-    /// The program's accept plan, when it is one positive test per check ([`Plan::of`]).
+    /// The program's plan, when it is one positive test per check ([`Plan::of`]).
     pub fn plan(&self) -> Option<&Plan> {
         self.plan.as_ref()
     }

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use super::input::Input;
 use super::json::Json;
 use super::path::{Leaf, NoTrail, SegmentTrail, Stop, plain_member, visit, with_single};
+use super::plan::Planned;
 use crate::bytecode::index::{CheckIdx, Index, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{BoundConst, BoundSet, CompiledPath, PathAccess, Program};
@@ -129,31 +130,43 @@ impl Stack {
     }
 }
 
-/// Runs a program; the hot path. A program with an accept plan tries it first
-/// ([`crate::bytecode::plan`]): an accept from the plan is the program's; anything else runs the
-/// program.
+/// Runs a program; the hot path. A program with an plan tries it first
+/// ([`crate::bytecode::plan`]): when every test of the plan holds, the program accepts; when one
+/// fails as it fails in the program, its check fails; otherwise the program runs from the first
+/// test the plan could not decide (the checks before it held, and the stack is empty between
+/// checks in such a program).
 pub fn run<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
-    if let Some(plan) = program.plan()
-        && super::plan::accepts(program.program(), plan, input)
-    {
-        return Ok(Outcome::Accepted);
-    }
-    run_unplanned(program, input)
+    let start = match program.plan() {
+        None => 0,
+        Some(plan) => match super::plan::decide(program.program(), plan, input) {
+            Planned::Accepted => return Ok(Outcome::Accepted),
+            Planned::Failed(check) => return Ok(Outcome::Failed(check)),
+            Planned::From(at) => at,
+        },
+    };
+    let mut steps = Steps::default();
+    execute::<J, Silent>(program, input, &mut Silent, false, start, 0, &mut steps)
 }
 
-/// True when `program` has an accept plan and it accepts `input` (then [`run`] accepts without
-/// running the program). For the tests that show the plan takes the allows it should.
+/// What the plan of `program` makes of `input` alone: `Some(outcome)` when it decided
+/// (every test held, or one failed), `None` when it left the call to the program or `program`
+/// has no plan. For the tests that show the plan decides the calls it should.
 #[doc(hidden)]
-pub fn accepted_by_plan<'r, J: Json<'r>>(program: &VerifiedProgram, input: &Input<'_, J>) -> bool {
-    program
-        .plan()
-        .is_some_and(|plan| super::plan::accepts(program.program(), plan, input))
+pub fn decided_by_plan<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+) -> Option<Outcome> {
+    match super::plan::decide(program.program(), program.plan()?, input) {
+        Planned::Accepted => Some(Outcome::Accepted),
+        Planned::Failed(check) => Some(Outcome::Failed(check)),
+        Planned::From(_) => None,
+    }
 }
 
-/// Runs a program without trying its accept plan: the reference the plan is tested against.
+/// Runs a program without trying its plan: the reference the plan is tested against.
 #[doc(hidden)]
 pub fn run_unplanned<'r, J: Json<'r>>(
     program: &VerifiedProgram,

@@ -21,7 +21,7 @@ pub mod schema;
 pub mod window;
 
 pub use exec::{
-    Outcome, Steps, TestReport, Tracer, VmError, accepted_by_plan, format_nanos, nanos,
+    Outcome, Steps, TestReport, Tracer, VmError, decided_by_plan, format_nanos, nanos,
     parse_timestamp, run, run_counted, run_unplanned, trace, trace_check, trace_from,
     undecidable_tests_decide,
 };

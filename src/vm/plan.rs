@@ -1,11 +1,14 @@
 //! Evaluating an accept [`Plan`]: every test of a one-test-per-check program, in a tight loop.
 //!
-//! [`accepts`] answers `true` only when every test surely holds, which is exactly when the
-//! program accepts (`crate::bytecode::plan`). Each shape reads what the general walk would read
+//! [`decide`] answers each test, from the first, as holding or failing — only where the
+//! program's test would reach the same values and decide on them alike — or as unknown; every
+//! test holding means the program accepts (`crate::bytecode::plan`), the first that fails fails
+//! its check. Each shape reads what the general walk would read
 //! and decides only the case where the walk would reach those values and the test hold on them:
 //! a missing member, a value of another kind, a `null` identity, an array over the scan limit —
-//! anything else — answers `false`, and the caller runs the program, which decides and explains
-//! it. So for every input, `accepts` implies that the full run accepts; the differential tests
+//! anything else — is unknown, and the caller runs the program from that test on. A test the
+//! plan answers is answered alike by the program, and a test's value does not depend on the
+//! others', so for every input the outcome is the whole program's; the differential tests
 //! (`tests/vm_plan.rs`) hold it to that, against the run without a plan.
 
 use super::exec::{Silent, Steps, test};
@@ -13,48 +16,82 @@ use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::path::Leaf;
 use super::schema::leaf_holds;
-use crate::bytecode::index::{PathIdx, lookup};
+use crate::bytecode::index::{CheckIdx, PathIdx, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanTest, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
 use crate::bytecode::schema::SchemaProgram;
 use crate::value::Segment;
 
-/// True when every test of `plan` holds on `input`, read without the general walk; `false` also
-/// when the plan cannot tell (the program then decides).
+/// What the plan made of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Planned {
+    /// Every test held: the program accepts.
+    Accepted,
+    /// The tests before this one held and this one failed, as it fails in the program: the
+    /// program fails its check.
+    Failed(CheckIdx),
+    /// The tests before the one at this instruction held, and the plan could not decide that
+    /// one: the program decides from there.
+    From(usize),
+}
+
+/// One test's answer: it holds or fails as in the program, or the plan cannot tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Holds,
+    Fails,
+    Unsure,
+}
+
+impl From<bool> for Answer {
+    #[inline]
+    fn from(holds: bool) -> Answer {
+        if holds { Answer::Holds } else { Answer::Fails }
+    }
+}
+
+/// `plan`'s tests on `input`, from the first, until one does not hold.
 #[inline]
-pub(super) fn accepts<'r, J: Json<'r>>(
+pub(super) fn decide<'r, J: Json<'r>>(
     program: &Program,
     plan: &Plan,
     input: &Input<'_, J>,
-) -> bool {
-    plan.tests()
-        .iter()
-        .all(|test| holds(program, plan, test, input))
+) -> Planned {
+    for test in plan.tests() {
+        match answer(program, plan, test, input) {
+            Answer::Holds => {}
+            Answer::Fails => return Planned::Failed(test.check),
+            Answer::Unsure => return Planned::From(test.at),
+        }
+    }
+    Planned::Accepted
 }
 
-/// Whether one test surely holds.
+/// One test's answer. `Holds` and `Fails` only where the program's test reaches the same
+/// values and decides on them alike (a value the test cannot read — missing, of another kind —
+/// is left to the program, which also says why).
 #[inline]
-fn holds<'r, J: Json<'r>>(
+fn answer<'r, J: Json<'r>>(
     program: &Program,
     plan: &Plan,
     planned: &PlanTest,
     input: &Input<'_, J>,
-) -> bool {
+) -> Answer {
     let Some(op) = program.code.get(planned.at) else {
-        return false;
+        return Answer::Unsure;
     };
     match (planned.shape, *op) {
         (Shape::Plain, Op::Equals { path, value, .. }) => {
             match (single(program, path, input), lookup(&program.consts, value)) {
-                (Some(leaf), Some(value)) => leaf.equals_value(value),
-                _ => false,
+                (Some(leaf), Some(value)) => leaf.equals_value(value).into(),
+                _ => Answer::Unsure,
             }
         }
         (Shape::Plain, Op::InSet { path, set, .. }) => {
             match (single(program, path, input), lookup(&program.sets, set)) {
-                (Some(leaf), Some(set)) => leaf.equals_any(&set.values),
-                _ => false,
+                (Some(leaf), Some(set)) => leaf.equals_any(&set.values).into(),
+                _ => Answer::Unsure,
             }
         }
         (Shape::Plain, Op::Matches { path, regex, .. }) => {
@@ -62,16 +99,17 @@ fn holds<'r, J: Json<'r>>(
                 single(program, path, input),
                 lookup(&program.regexes, regex),
             ) {
-                (Some(leaf), Some(regex)) => {
-                    leaf.with_str(|text| text.is_some_and(|text| regex.regex.is_match(text)))
-                }
-                _ => false,
+                (Some(leaf), Some(regex)) => leaf.with_str(|text| match text {
+                    Some(text) => regex.regex.is_match(text).into(),
+                    None => Answer::Unsure,
+                }),
+                _ => Answer::Unsure,
             }
         }
         (Shape::Plain, Op::EqualsPath { path, other, .. }) => {
             match (single(program, path, input), single(program, other, input)) {
-                (Some(leaf), Some(other)) => leaf.equals(other),
-                _ => false,
+                (Some(leaf), Some(other)) => leaf.equals(other).into(),
+                _ => Answer::Unsure,
             }
         }
         (Shape::Plain, Op::BindsIdentity { path, identity, .. }) => match (
@@ -79,43 +117,48 @@ fn holds<'r, J: Json<'r>>(
             single(program, identity, input),
         ) {
             // A `null` identity binds nothing (the walk stops with `NullIdentity`).
-            (_, Some(Leaf::Json(identity))) if identity.is_null() => false,
-            (Some(leaf), Some(identity)) => leaf.equals(identity),
-            _ => false,
+            (_, Some(Leaf::Json(identity))) if identity.is_null() => Answer::Unsure,
+            (Some(leaf), Some(identity)) => leaf.equals(identity).into(),
+            _ => Answer::Unsure,
         },
         (Shape::EachKeys { wildcard }, Op::Matches { path, regex, .. }) => {
             match (
                 lookup(&program.paths, path),
                 lookup(&program.regexes, regex),
             ) {
-                (Some(path), Some(regex)) => each_keys(path, wildcard, input, |leaf| {
-                    leaf.as_str()
-                        .is_some_and(|text| regex.regex.is_match(&text))
-                }),
-                _ => false,
+                (Some(path), Some(regex)) => {
+                    each_keys(path, wildcard, input, |leaf| match leaf.as_str() {
+                        Some(text) => regex.regex.is_match(&text).into(),
+                        None => Answer::Unsure,
+                    })
+                }
+                _ => Answer::Unsure,
             }
         }
         (Shape::FlatSchema { flat }, Op::Schema { schema }) => {
             match (plan.flat_schema(flat), lookup(&program.schemas, schema)) {
-                (Some(flat), Some(schema)) => flat_holds(flat, schema, input.payload),
-                _ => false,
+                (Some(flat), Some(schema)) => flat_answer(flat, schema, input.payload),
+                _ => Answer::Unsure,
             }
         }
-        (Shape::Schema, Op::Schema { schema }) => lookup(&program.schemas, schema)
-            .is_some_and(|schema| super::schema::is_valid(schema, input.payload)),
-        // Any other test, run as the program runs it (not negated: a plan has no `not`).
-        _ => matches!(
-            test::<J, Silent>(
-                program,
-                op,
-                planned.at,
-                input,
-                &mut Silent,
-                &mut Steps::default(),
-                false
-            ),
-            Ok(true)
-        ),
+        (Shape::Schema, Op::Schema { schema }) => match lookup(&program.schemas, schema) {
+            Some(schema) => super::schema::is_valid(schema, input.payload).into(),
+            None => Answer::Unsure,
+        },
+        // Any other test, run as the program runs it (not negated: a plan has no `not`); an
+        // error is the program's to report.
+        _ => match test::<J, Silent>(
+            program,
+            op,
+            planned.at,
+            input,
+            &mut Silent,
+            &mut Steps::default(),
+            false,
+        ) {
+            Ok(holds) => holds.into(),
+            Err(_) => Answer::Unsure,
+        },
     }
 }
 
@@ -149,45 +192,52 @@ fn keys<'r, J: Json<'r>>(mut value: J, segments: &[Segment]) -> Option<J> {
     Some(value)
 }
 
-/// True when the keys before the `[*]` at `wildcard` lead to an array of at most the scan
-/// limit's elements, and in each element the keys after it lead to a value `holds` accepts.
+/// When the keys before the `[*]` at `wildcard` lead to an array of at most the scan limit's
+/// elements: `answer` on what the keys after it lead to in each element, in order, until one
+/// does not hold (an element without them is left to the program); otherwise `Unsure`.
 #[inline]
 fn each_keys<'r, J: Json<'r>>(
     path: &CompiledPath,
     wildcard: usize,
     input: &Input<'_, J>,
-    mut holds: impl FnMut(J) -> bool,
-) -> bool {
+    mut answer: impl FnMut(J) -> Answer,
+) -> Answer {
     let PathAccess::Json { root, segments } = &path.access else {
-        return false;
+        return Answer::Unsure;
     };
     let (Some(before), Some(after)) = (segments.get(..wildcard), segments.get(wildcard + 1..))
     else {
-        return false;
+        return Answer::Unsure;
     };
     match keys(input.document(*root), before) {
         Some(array) if array.kind() == JsonKind::Array && array.len() <= input.max_array_scan => {
-            array
-                .elements()
-                .all(|element| keys(element, after).is_some_and(&mut holds))
+            for element in array.elements() {
+                match keys(element, after).map_or(Answer::Unsure, &mut answer) {
+                    Answer::Holds => {}
+                    other => return other,
+                }
+            }
+            Answer::Holds
         }
-        _ => false,
+        _ => Answer::Unsure,
     }
 }
 
-/// True when `instance` is an object valid against `flat`, the flat form of `schema`, within
-/// `schema`'s limits: what `crate::vm::schema::is_valid` answers for such an instance, which
-/// costs one step for the root and one per property present, at depth 1 below the root.
+/// For an object `instance` within `schema`'s limits, whether it is valid against `flat`, the
+/// flat form of `schema`: what `crate::vm::schema::is_valid` answers for it, which costs one
+/// step for the root and one per property present, at depth 1 below the root. `Unsure` for
+/// anything else.
 #[inline]
-fn flat_holds<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, instance: J) -> bool {
+fn flat_answer<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, instance: J) -> Answer {
     let steps = u64::try_from(flat.properties.len()).unwrap_or(u64::MAX);
     if schema.depth_limit() < 2
         || schema.step_limit() <= steps
         || instance.kind() != JsonKind::Object
     {
-        return false;
+        return Answer::Unsure;
     }
-    flat.required_only
+    let valid = flat
+        .required_only
         .iter()
         .all(|name| instance.get(name).is_some())
         && flat.properties.iter().all(|(name, property, required)| {
@@ -197,5 +247,6 @@ fn flat_holds<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, instan
                 (Some(_), FlatProperty::Never) => false,
                 (Some(value), FlatProperty::Leaf(leaf)) => leaf_holds(leaf, value),
             }
-        })
+        });
+    valid.into()
 }
