@@ -2,8 +2,8 @@
 //!
 //! - [`op::Op`] is the instruction set, defined once; [`index`] holds the typed operand indices.
 //! - [`program::Program`] is one capability's code and tables; [`verify::verify`] turns it into a
-//!   [`verify::VerifiedProgram`], the only form the VM runs, with its [`plan::Plan`] when it is
-//!   one positive test per check.
+//!   [`verify::VerifiedProgram`], the only form the VM runs, with its [`plan::Plan`] when its
+//!   checks follow one another and stand alone.
 //! - [`program::CompiledSkill`] / [`program::CompiledCapability`] wrap programs with everything
 //!   else the engine needs (resource template, operations, lifetime, rate limits, gating).
 //! - [`resource`], [`schema`] and [`window`] are the compiled forms of resource templates,

@@ -1,21 +1,24 @@
-//! The plan: the tests of a program that is one positive test per check, with the shape of each
-//! test's paths resolved once, at verification.
+//! The plan: a program's checks in order, each check of one test with the shape of the test's
+//! paths resolved once, at verification.
 //!
-//! Most capabilities compile to `test; require` for each constraint, then `accept`: no `not`, no
-//! `anyOf` or `allOf`. Such a program accepts exactly when every one of its tests holds, and
-//! otherwise fails the check of the first test that does not; so the VM may first try the tests
-//! in a tight loop on paths whose shape it knows here (a binding slot, keys only, keys around one
-//! `[*]`, a flat payload schema), without the general walk's layers. The plan answers a test only
-//! where the program's test would reach the same values and decide alike on them; at the first
-//! test it cannot answer (a value missing or of another kind, an array over the scan limit), the
-//! program runs from that test's check on, and decides and explains the call exactly as it would
-//! have from the start (`crate::vm::run`): the checks before it held, and between checks such a
-//! program's stack is empty. So the plan can make a decision faster but never another one.
+//! The compiler emits each constraint as a self-contained check — entered with an empty stack,
+//! ending with its own `require` — one after another, then `accept`. Such a program accepts
+//! exactly when every check holds, and otherwise fails the first check that does not; most
+//! checks are one test. So the VM may first try the checks in a tight loop, reading the paths of
+//! the one-test checks by a shape it knows here (a binding slot, keys only, keys around one
+//! `[*]`, a flat payload schema) without the general walk's layers, and running every other
+//! check (`any`, `all`, `not`, tests of other shapes) as the program does. The plan answers a
+//! check only where the program would reach the same values and decide alike on them; at the
+//! first check it cannot answer (a value missing or of another kind, an array over the scan
+//! limit, an error), the program runs from that check on, and decides and explains the call
+//! exactly as it would have from the start (`crate::vm::run`): the checks before it held, and
+//! between checks the stack is empty. So the plan can make a decision faster but never another
+//! one.
 //!
 //! Derived from the verified code alone, so a program loaded from a `.capc` file gets the same
 //! plan as one compiled from source.
 
-use super::index::{CheckIdx, lookup};
+use super::index::{CheckIdx, Index, lookup};
 use super::op::Op;
 use super::program::{PathAccess, Program};
 use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
@@ -84,38 +87,73 @@ pub enum Shape {
     Schema,
     /// Any other test: run as the VM runs it.
     General,
+    /// A check of more than one instruction (`any`, `all`, `not`): its code run on its own as
+    /// the program runs it, up to `end`, one past its `Require`.
+    Check {
+        /// One past the check's `Require`.
+        end: usize,
+    },
 }
 
 impl Plan {
-    /// The plan of `program`: `Some` when its code is `test; require` for each check, in order,
-    /// followed by `accept`, and nothing else.
-    pub fn of(program: &Program) -> Option<Plan> {
-        let (accept, pairs) = program.code.split_last()?;
-        if !matches!(accept, Op::Accept) || pairs.len() % 2 != 0 {
+    /// The plan of `program`, whose checks stand alone where `self_contained` says so (by
+    /// check index): `Some` when the checks' code ranges follow one another from the first
+    /// instruction, each self-contained and ending with its own `Require` (the only one in it),
+    /// and `accept` follows the last — as the compiler emits every program. A check of one test
+    /// gets that test's shape; any other is run as the program runs it ([`Shape::Check`]).
+    pub(super) fn of(program: &Program, self_contained: &[bool]) -> Option<Plan> {
+        let (accept, _) = program.code.split_last()?;
+        if !matches!(accept, Op::Accept) {
             return None;
         }
-        let mut tests = Vec::with_capacity(pairs.len() / 2);
+        let mut tests = Vec::with_capacity(program.checks.len());
         let mut schemas = Vec::new();
-        for (pair, at) in pairs.chunks_exact(2).zip((0..).step_by(2)) {
-            let [test, Op::Require { check }] = *pair else {
+        let mut next = 0;
+        for (index, info) in program.checks.iter().enumerate() {
+            let check = CheckIdx::from_usize(index)?;
+            let (start, end) = (usize_of(info.code_start)?, usize_of(info.code_end)?);
+            let code = program.code.get(start..end)?;
+            let (Op::Require { check: required }, body) = code.split_last()? else {
                 return None;
             };
-            let flat = match test {
-                Op::Schema { schema } => lookup(&program.schemas, schema).and_then(flat_schema),
-                _ => None,
-            };
-            let shape = match flat {
-                Some(flat) => {
-                    schemas.push(flat);
-                    Shape::FlatSchema {
-                        flat: schemas.len() - 1,
+            let only_require = !body
+                .iter()
+                .any(|op| matches!(op, Op::Require { .. } | Op::Accept));
+            if start != next
+                || *required != check
+                || !only_require
+                || !self_contained.get(index).copied().unwrap_or(false)
+            {
+                return None;
+            }
+            next = end;
+            let shape = match body {
+                [test] => {
+                    let flat = match *test {
+                        Op::Schema { schema } => {
+                            lookup(&program.schemas, schema).and_then(flat_schema)
+                        }
+                        _ => None,
+                    };
+                    match flat {
+                        Some(flat) => {
+                            schemas.push(flat);
+                            Shape::FlatSchema {
+                                flat: schemas.len() - 1,
+                            }
+                        }
+                        None => shape(program, test).unwrap_or(Shape::Check { end }),
                     }
                 }
-                None => shape(program, &test)?,
+                _ => Shape::Check { end },
             };
-            tests.push(PlanTest { at, check, shape });
+            tests.push(PlanTest {
+                at: start,
+                check,
+                shape,
+            });
         }
-        Some(Plan {
+        (next + 1 == program.code.len()).then(|| Plan {
             tests: tests.into_boxed_slice(),
             schemas: schemas.into_boxed_slice(),
         })
@@ -262,4 +300,8 @@ fn each_keys(program: &Program, path: crate::bytecode::index::PathIdx) -> Option
         .enumerate()
         .all(|(at, s)| at == wildcard || matches!(s, Segment::Key(_)))
         .then_some(wildcard)
+}
+
+fn usize_of(position: u32) -> Option<usize> {
+    usize::try_from(position).ok()
 }

@@ -76,7 +76,8 @@ impl VerifiedProgram {
         self.negated.get(at).copied().unwrap_or(false)
     }
 
-    /// The program's plan, when it is one positive test per check ([`Plan::of`]).
+    /// The program's plan, when its checks follow one another and each stands alone, as in
+    /// every compiled program ([`crate::bytecode::plan`]).
     pub fn plan(&self) -> Option<&Plan> {
         self.plan.as_ref()
     }
@@ -339,7 +340,7 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         at: 0,
         reason: VerifyReason::UntraceableTest,
     })?;
-    let plan = Plan::of(&program);
+    let plan = Plan::of(&program, &self_contained);
     Ok(VerifiedProgram {
         program,
         max_stack: max_height,

@@ -141,14 +141,22 @@ pub fn run<'r, J: Json<'r>>(
 ) -> Result<Outcome, VmError> {
     let start = match program.plan() {
         None => 0,
-        Some(plan) => match super::plan::decide(program.program(), plan, input) {
+        Some(plan) => match super::plan::decide(program, plan, input) {
             Planned::Accepted => return Ok(Outcome::Accepted),
             Planned::Failed(check) => return Ok(Outcome::Failed(check)),
             Planned::From(at) => at,
         },
     };
     let mut steps = Steps::default();
-    execute::<J, Silent>(program, input, &mut Silent, false, start, 0, &mut steps)
+    execute::<J, Silent>(
+        program,
+        input,
+        &mut Silent,
+        false,
+        (start, TO_THE_END),
+        0,
+        &mut steps,
+    )
 }
 
 /// What the plan of `program` makes of `input` alone: `Some(outcome)` when it decided
@@ -159,7 +167,7 @@ pub fn decided_by_plan<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
 ) -> Option<Outcome> {
-    match super::plan::decide(program.program(), program.plan()?, input) {
+    match super::plan::decide(program, program.plan()?, input) {
         Planned::Accepted => Some(Outcome::Accepted),
         Planned::Failed(check) => Some(Outcome::Failed(check)),
         Planned::From(_) => None,
@@ -173,7 +181,15 @@ pub fn run_unplanned<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
     let mut steps = Steps::default();
-    execute::<J, Silent>(program, input, &mut Silent, false, 0, 0, &mut steps)
+    execute::<J, Silent>(
+        program,
+        input,
+        &mut Silent,
+        false,
+        (0, TO_THE_END),
+        0,
+        &mut steps,
+    )
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
@@ -182,7 +198,15 @@ pub fn run_counted<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = execute::<J, Silent>(program, input, &mut Silent, false, 0, 0, &mut steps)?;
+    let outcome = execute::<J, Silent>(
+        program,
+        input,
+        &mut Silent,
+        false,
+        (0, TO_THE_END),
+        0,
+        &mut steps,
+    )?;
     Ok((outcome, steps))
 }
 
@@ -254,7 +278,15 @@ pub fn undecidable_tests_decide<'r, J: Json<'r>>(
         ..Steps::default()
     };
     let mut sink = RequireOf { check, holds: None };
-    execute(program, input, &mut sink, true, from, 0, &mut steps)?;
+    execute(
+        program,
+        input,
+        &mut sink,
+        true,
+        (from, TO_THE_END),
+        0,
+        &mut steps,
+    )?;
     Ok(sink.holds == Some(true))
 }
 
@@ -289,10 +321,35 @@ fn traced<'r, J: Json<'r>, T: Tracer>(
         input,
         &mut Traced(tracer),
         keep_going,
-        start,
+        (start, TO_THE_END),
         explain_from,
         &mut steps,
     )
+}
+
+/// The end of a run that goes on until the program accepts or fails.
+const TO_THE_END: usize = usize::MAX;
+
+/// Whether the check whose code is `start..end` (self-contained: entered with an empty stack,
+/// its last instruction its `Require`) holds, run on its own as the program runs it; an error
+/// as the program would report it. For the plan's checks of more than one test.
+pub(super) fn check_holds<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    start: usize,
+    end: usize,
+) -> Result<bool, VmError> {
+    let mut steps = Steps::default();
+    let outcome = execute::<J, Silent>(
+        program,
+        input,
+        &mut Silent,
+        false,
+        (start, end),
+        0,
+        &mut steps,
+    )?;
+    Ok(outcome == Outcome::Accepted)
 }
 
 /// The tracer interface used inside the loop; `Silent` compiles to nothing.
@@ -329,7 +386,7 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     input: &Input<'_, J>,
     sink: &mut S,
     keep_going: bool,
-    start: usize,
+    (start, end): (usize, usize),
     explain_from: usize,
     steps: &mut Steps,
 ) -> Result<Outcome, VmError> {
@@ -338,6 +395,10 @@ fn execute<'r, J: Json<'r>, S: Sink>(
     let mut first_failure = None;
     let mut pc = start;
     loop {
+        if pc >= end {
+            // The end of a check run alone ([`check_holds`]): every `Require` on the way held.
+            return Ok(first_failure.map_or(Outcome::Accepted, Outcome::Failed));
+        }
         let op = program
             .code
             .get(pc)

@@ -18,6 +18,7 @@ use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::resource::QueryValue;
 use crate::bytecode::program::{CompiledPath, PathAccess};
+use crate::bytes::bytes_eq;
 use crate::value::Segment;
 
 /// One value a path reached.
@@ -75,7 +76,9 @@ impl<'a, 'r, J: Json<'r>> Leaf<'a, J> {
     pub fn equals_value(self, value: &serde_json::Value) -> bool {
         match self {
             Leaf::Json(v) => v.equals_value(value),
-            Leaf::Str(s) => value.as_str() == Some(s),
+            Leaf::Str(s) => value
+                .as_str()
+                .is_some_and(|text| bytes_eq(text.as_bytes(), s.as_bytes())),
         }
     }
 
@@ -83,7 +86,11 @@ impl<'a, 'r, J: Json<'r>> Leaf<'a, J> {
     pub fn equals_any(self, values: &[serde_json::Value]) -> bool {
         match self {
             Leaf::Json(v) => v.equals_any(values),
-            Leaf::Str(s) => values.iter().any(|c| c.as_str() == Some(s)),
+            // Compared in line: a `memcmp` call per literal cost more than these short strings.
+            Leaf::Str(s) => values.iter().any(|c| {
+                c.as_str()
+                    .is_some_and(|text| bytes_eq(text.as_bytes(), s.as_bytes()))
+            }),
         }
     }
 

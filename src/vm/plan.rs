@@ -11,7 +11,7 @@
 //! others', so for every input the outcome is the whole program's; the differential tests
 //! (`tests/vm_plan.rs`) hold it to that, against the run without a plan.
 
-use super::exec::{Silent, Steps, test};
+use super::exec::{Silent, Steps, check_holds, test};
 use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::path::Leaf;
@@ -21,6 +21,7 @@ use crate::bytecode::op::Op;
 use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanTest, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
 use crate::bytecode::schema::SchemaProgram;
+use crate::bytecode::verify::VerifiedProgram;
 use crate::value::Segment;
 
 /// What the plan made of a call.
@@ -54,7 +55,7 @@ impl From<bool> for Answer {
 /// `plan`'s tests on `input`, from the first, until one does not hold.
 #[inline]
 pub(super) fn decide<'r, J: Json<'r>>(
-    program: &Program,
+    program: &VerifiedProgram,
     plan: &Plan,
     input: &Input<'_, J>,
 ) -> Planned {
@@ -73,7 +74,7 @@ pub(super) fn decide<'r, J: Json<'r>>(
 /// is left to the program, which also says why).
 #[inline]
 fn answer<'r, J: Json<'r>>(
-    program: &Program,
+    program: &VerifiedProgram,
     plan: &Plan,
     planned: &PlanTest,
     input: &Input<'_, J>,
@@ -145,10 +146,16 @@ fn answer<'r, J: Json<'r>>(
             Some(schema) => super::schema::is_valid(schema, input.payload).into(),
             None => Answer::Unsure,
         },
-        // Any other test, run as the program runs it (not negated: a plan has no `not`); an
+        // A check of several instructions, run on its own as the program runs it; an error is
+        // the program's to report.
+        (Shape::Check { end }, _) => match check_holds(program, input, planned.at, end) {
+            Ok(holds) => holds.into(),
+            Err(_) => Answer::Unsure,
+        },
+        // Any other test, run as the program runs it (alone in its check, so not negated); an
         // error is the program's to report.
         _ => match test::<J, Silent>(
-            program,
+            program.program(),
             op,
             planned.at,
             input,
