@@ -82,79 +82,50 @@ fn answer<'r, J: Json<'r>>(
     let Some(op) = program.code.get(planned.at) else {
         return Answer::Unsure;
     };
-    match (planned.shape, *op) {
-        (Shape::Plain, Op::Equals { path, value, .. }) => {
-            match (single(program, path, input), lookup(&program.consts, value)) {
-                (Some(leaf), Some(value)) => leaf.equals_value(value).into(),
-                _ => Answer::Unsure,
+    match planned.shape {
+        Shape::Plain => plain(program, *op, input),
+        Shape::EachKeys { wildcard } => match *op {
+            Op::Matches { path, regex, .. } => {
+                match (
+                    lookup(&program.paths, path),
+                    lookup(&program.regexes, regex),
+                ) {
+                    (Some(path), Some(regex)) => {
+                        each_keys(path, wildcard, input, |leaf| match leaf.as_str() {
+                            Some(text) => regex.regex.is_match(&text).into(),
+                            None => Answer::Unsure,
+                        })
+                    }
+                    _ => Answer::Unsure,
+                }
             }
-        }
-        (Shape::Plain, Op::InSet { path, set, .. }) => {
-            match (single(program, path, input), lookup(&program.sets, set)) {
-                (Some(leaf), Some(set)) => leaf.equals_any(&set.values).into(),
-                _ => Answer::Unsure,
-            }
-        }
-        (Shape::Plain, Op::Matches { path, regex, .. }) => {
-            match (
-                single(program, path, input),
-                lookup(&program.regexes, regex),
-            ) {
-                (Some(leaf), Some(regex)) => leaf.with_str(|text| match text {
-                    Some(text) => regex.regex.is_match(text).into(),
-                    None => Answer::Unsure,
-                }),
-                _ => Answer::Unsure,
-            }
-        }
-        (Shape::Plain, Op::EqualsPath { path, other, .. }) => {
-            match (single(program, path, input), single(program, other, input)) {
-                (Some(leaf), Some(other)) => leaf.equals(other).into(),
-                _ => Answer::Unsure,
-            }
-        }
-        (Shape::Plain, Op::BindsIdentity { path, identity, .. }) => match (
-            single(program, path, input),
-            single(program, identity, input),
-        ) {
-            // A `null` identity binds nothing (the walk stops with `NullIdentity`).
-            (_, Some(Leaf::Json(identity))) if identity.is_null() => Answer::Unsure,
-            (Some(leaf), Some(identity)) => leaf.equals(identity).into(),
             _ => Answer::Unsure,
         },
-        (Shape::EachKeys { wildcard }, Op::Matches { path, regex, .. }) => {
-            match (
-                lookup(&program.paths, path),
-                lookup(&program.regexes, regex),
-            ) {
-                (Some(path), Some(regex)) => {
-                    each_keys(path, wildcard, input, |leaf| match leaf.as_str() {
-                        Some(text) => regex.regex.is_match(&text).into(),
-                        None => Answer::Unsure,
-                    })
+        Shape::FlatSchema { flat } => match *op {
+            Op::Schema { schema } => {
+                match (plan.flat_schema(flat), lookup(&program.schemas, schema)) {
+                    (Some(flat), Some(schema)) => flat_answer(flat, schema, input.payload),
+                    _ => Answer::Unsure,
                 }
-                _ => Answer::Unsure,
             }
-        }
-        (Shape::FlatSchema { flat }, Op::Schema { schema }) => {
-            match (plan.flat_schema(flat), lookup(&program.schemas, schema)) {
-                (Some(flat), Some(schema)) => flat_answer(flat, schema, input.payload),
-                _ => Answer::Unsure,
-            }
-        }
-        (Shape::Schema, Op::Schema { schema }) => match lookup(&program.schemas, schema) {
-            Some(schema) => super::schema::is_valid(schema, input.payload).into(),
-            None => Answer::Unsure,
+            _ => Answer::Unsure,
+        },
+        Shape::Schema => match *op {
+            Op::Schema { schema } => match lookup(&program.schemas, schema) {
+                Some(schema) => super::schema::is_valid(schema, input.payload).into(),
+                None => Answer::Unsure,
+            },
+            _ => Answer::Unsure,
         },
         // A check of several instructions, run on its own as the program runs it; an error is
         // the program's to report.
-        (Shape::Check { end }, _) => match check_holds(program, input, planned.at, end) {
+        Shape::Check { end } => match check_holds(program, input, planned.at, end) {
             Ok(holds) => holds.into(),
             Err(_) => Answer::Unsure,
         },
         // Any other test, run as the program runs it (alone in its check, so not negated); an
         // error is the program's to report.
-        _ => match test::<J, Silent>(
+        Shape::General => match test::<J, Silent>(
             program.program(),
             op,
             planned.at,
@@ -166,6 +137,53 @@ fn answer<'r, J: Json<'r>>(
             Ok(holds) => holds.into(),
             Err(_) => Answer::Unsure,
         },
+    }
+}
+
+/// A [`Shape::Plain`] test's answer.
+#[inline]
+fn plain<'r, J: Json<'r>>(program: &Program, op: Op, input: &Input<'_, J>) -> Answer {
+    match op {
+        Op::Equals { path, value, .. } => {
+            match (single(program, path, input), lookup(&program.consts, value)) {
+                (Some(leaf), Some(value)) => leaf.equals_value(value).into(),
+                _ => Answer::Unsure,
+            }
+        }
+        Op::InSet { path, set, .. } => {
+            match (single(program, path, input), lookup(&program.sets, set)) {
+                (Some(leaf), Some(set)) => leaf.equals_any(&set.values).into(),
+                _ => Answer::Unsure,
+            }
+        }
+        Op::Matches { path, regex, .. } => {
+            match (
+                single(program, path, input),
+                lookup(&program.regexes, regex),
+            ) {
+                (Some(leaf), Some(regex)) => leaf.with_str(|text| match text {
+                    Some(text) => regex.regex.is_match(text).into(),
+                    None => Answer::Unsure,
+                }),
+                _ => Answer::Unsure,
+            }
+        }
+        Op::EqualsPath { path, other, .. } => {
+            match (single(program, path, input), single(program, other, input)) {
+                (Some(leaf), Some(other)) => leaf.equals(other).into(),
+                _ => Answer::Unsure,
+            }
+        }
+        Op::BindsIdentity { path, identity, .. } => match (
+            single(program, path, input),
+            single(program, identity, input),
+        ) {
+            // A `null` identity binds nothing (the walk stops with `NullIdentity`).
+            (_, Some(Leaf::Json(identity))) if identity.is_null() => Answer::Unsure,
+            (Some(leaf), Some(identity)) => leaf.equals(identity).into(),
+            _ => Answer::Unsure,
+        },
+        _ => Answer::Unsure,
     }
 }
 
