@@ -1,7 +1,10 @@
 //! The virtual machine: runs a verified program against one request.
 //!
 //! - [`Input`] borrows everything a program may read from the request; nothing is cloned.
-//! - [`run`] is the hot path: no allocation, just the outcome ([`Outcome`]).
+//! - [`run`] is the hot path: no allocation, just the outcome ([`Outcome`]). It answers the
+//!   checks from the program's plan first (`plan`, [`crate::bytecode::plan`]) and runs the
+//!   program from the first check the plan cannot answer; [`run_unplanned`] is the program alone,
+//!   the reference the plan is tested against.
 //! - [`trace`] runs the same loop and reports every test to a [`Tracer`]; deny reasons and
 //!   `:explain` come from it.
 //! - [`resource`], [`schema`] and [`window`] evaluate the compiled resource templates, payload
