@@ -1,8 +1,8 @@
 //! Bytecode verifier. A compiled program from the corpus is mutated (instructions, operands,
 //! jumps, check ranges, tables) and verified. The verifier must accept or reject without
 //! panicking; when it accepts, running the VM on a fuzzed request must never return
-//! `VmError::Internal` ("verified programs never hit internal errors"), and `run` and `trace`
-//! must agree on the outcome.
+//! `VmError::Internal` ("verified programs never hit internal errors"), and `run` (which answers
+//! from the program's plan where it can), `run_unplanned` and `trace` must agree on the outcome.
 #![no_main]
 
 use arbitrary::{Arbitrary, Result, Unstructured};
@@ -409,6 +409,10 @@ fuzz_target!(|case: Case| {
     };
     let fast = capgate::vm::run(&verified, &input);
     no_internal("run", &fast, program);
+    // `run` answers from the program's plan where it can; the program alone must agree.
+    let unplanned = capgate::vm::run_unplanned(&verified, &input);
+    no_internal("run_unplanned", &unplanned, program);
+    assert_eq!(fast, unplanned, "the plan and the program disagree");
     let mut collect = Collect::default();
     let traced = capgate::vm::trace(&verified, &input, &mut collect, false);
     no_internal("trace", &traced, program);
