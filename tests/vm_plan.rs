@@ -560,9 +560,9 @@ fn the_plan_takes_each_shape_it_knows() {
     for (test, shape) in cases {
         let program = verify(planned_program(&[test])).unwrap();
         let plan = program.plan().expect("a one-test program has a plan");
-        assert_eq!(plan.tests().len(), 1);
-        assert_eq!(plan.tests()[0].shape, shape, "{test:?}");
-        assert_eq!(plan.tests()[0].at, 0);
+        assert_eq!(plan.checks().len(), 1);
+        assert_eq!(plan.checks()[0].shape, shape, "{test:?}");
+        assert_eq!(plan.checks()[0].at, 0);
         let payload = if shape == Shape::General {
             json!({"x": ["a@example.com"]})
         } else {
@@ -667,7 +667,7 @@ fn checks_of_several_instructions_are_run_whole_and_other_code_has_no_plan() {
             .collect();
         let verified = verify(program).unwrap_or_else(|e| panic!("{code:?}: {e}"));
         let got = verified.plan().map(|plan| {
-            plan.tests()
+            plan.checks()
                 .iter()
                 .map(|test| test.shape)
                 .collect::<Vec<_>>()
@@ -692,7 +692,7 @@ fn compiled_programs_get_the_plans_of_their_shapes() {
     let shapes: Vec<Shape> = program
         .plan()
         .expect("the scenario is one test per check")
-        .tests()
+        .checks()
         .iter()
         .map(|test| test.shape)
         .collect();

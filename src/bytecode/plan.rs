@@ -24,11 +24,11 @@ use super::program::{PathAccess, Program};
 use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
 use crate::value::Segment;
 
-/// The tests of a program that accepts exactly when all of them hold.
+/// A program's checks in order, each with how the plan answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    tests: Box<[PlanTest]>,
-    /// The flat schemas of its [`Shape::FlatSchema`] tests.
+    checks: Box<[PlanCheck]>,
+    /// The flat schemas of its [`Shape::FlatSchema`] checks.
     schemas: Box<[FlatSchema]>,
 }
 
@@ -55,12 +55,12 @@ pub enum FlatProperty {
     Leaf(Leaf),
 }
 
-/// One test of a [`Plan`]: the instruction and how its paths are read.
+/// One check of a [`Plan`]: where its code starts, and how the plan answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlanTest {
-    /// The test's instruction position.
+pub struct PlanCheck {
+    /// The check's first instruction (for a one-test check, the test).
     pub at: usize,
-    /// The check its `Require` ends.
+    /// The check.
     pub check: CheckIdx,
     /// How the plan evaluates it.
     pub shape: Shape,
@@ -106,7 +106,7 @@ impl Plan {
         if !matches!(accept, Op::Accept) {
             return None;
         }
-        let mut tests = Vec::with_capacity(program.checks.len());
+        let mut checks = Vec::with_capacity(program.checks.len());
         let mut schemas = Vec::new();
         let mut next = 0;
         for (index, info) in program.checks.iter().enumerate() {
@@ -147,21 +147,21 @@ impl Plan {
                 }
                 _ => Shape::Check { end },
             };
-            tests.push(PlanTest {
+            checks.push(PlanCheck {
                 at: start,
                 check,
                 shape,
             });
         }
         (next + 1 == program.code.len()).then(|| Plan {
-            tests: tests.into_boxed_slice(),
+            checks: checks.into_boxed_slice(),
             schemas: schemas.into_boxed_slice(),
         })
     }
 
-    /// The tests, in program order.
-    pub fn tests(&self) -> &[PlanTest] {
-        &self.tests
+    /// The checks, in program order.
+    pub fn checks(&self) -> &[PlanCheck] {
+        &self.checks
     }
 
     /// The flat schema of a [`Shape::FlatSchema`] test.

@@ -130,11 +130,11 @@ impl Stack {
     }
 }
 
-/// Runs a program; the hot path. A program with an plan tries it first
-/// ([`crate::bytecode::plan`]): when every test of the plan holds, the program accepts; when one
-/// fails as it fails in the program, its check fails; otherwise the program runs from the first
-/// test the plan could not decide (the checks before it held, and the stack is empty between
-/// checks in such a program).
+/// Runs a program; the hot path. A program with a plan tries it first
+/// ([`crate::bytecode::plan`]): when the plan finds every check holding, the program accepts;
+/// when it finds one failing (as it fails in the program), that check fails; otherwise the
+/// program runs from the first check the plan could not answer (the checks before it held, and
+/// the stack is empty between checks).
 pub fn run<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
@@ -160,7 +160,7 @@ pub fn run<'r, J: Json<'r>>(
 }
 
 /// What the plan of `program` makes of `input` alone: `Some(outcome)` when it decided
-/// (every test held, or one failed), `None` when it left the call to the program or `program`
+/// (every check held, or one failed), `None` when it left the call to the program or `program`
 /// has no plan. For the tests that show the plan decides the calls it should.
 #[doc(hidden)]
 pub fn decided_by_plan<'r, J: Json<'r>>(

@@ -1,15 +1,16 @@
-//! Evaluating an accept [`Plan`]: every test of a one-test-per-check program, in a tight loop.
+//! Evaluating a [`Plan`]: a program's checks, in order, in a tight loop.
 //!
-//! [`decide`] answers each test, from the first, as holding or failing — only where the
-//! program's test would reach the same values and decide on them alike — or as unknown; every
-//! test holding means the program accepts (`crate::bytecode::plan`), the first that fails fails
-//! its check. Each shape reads what the general walk would read
-//! and decides only the case where the walk would reach those values and the test hold on them:
-//! a missing member, a value of another kind, a `null` identity, an array over the scan limit —
-//! anything else — is unknown, and the caller runs the program from that test on. A test the
-//! plan answers is answered alike by the program, and a test's value does not depend on the
-//! others', so for every input the outcome is the whole program's; the differential tests
-//! (`tests/vm_plan.rs`) hold it to that, against the run without a plan.
+//! [`decide`] answers each check, from the first, as holding or failing — only where the
+//! program would reach the same values and decide alike on them — or as unknown. Every check
+//! holding means the program accepts (`crate::bytecode::plan`); the first that fails fails the
+//! program. A one-test check is read by its shape and answered only in the case where the
+//! program's test would reach those values and decide on them; a missing member, a value of
+//! another kind, a `null` identity, an array over the scan limit — anything else — is unknown,
+//! and the caller runs the program from that check on. A check of several instructions is run
+//! by the VM over its own range. A check the plan answers is answered alike by the program, and
+//! a check's value does not depend on the others', so for every input the outcome is the whole
+//! program's; the differential tests (`tests/vm_plan.rs`) hold it to that, against the run
+//! without a plan.
 
 use super::exec::{Silent, Steps, check_holds, test};
 use super::input::Input;
@@ -18,7 +19,7 @@ use super::path::Leaf;
 use super::schema::leaf_holds;
 use crate::bytecode::index::{CheckIdx, PathIdx, lookup};
 use crate::bytecode::op::Op;
-use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanTest, Shape};
+use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanCheck, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
 use crate::bytecode::schema::SchemaProgram;
 use crate::bytecode::verify::VerifiedProgram;
@@ -27,17 +28,16 @@ use crate::value::Segment;
 /// What the plan made of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Planned {
-    /// Every test held: the program accepts.
+    /// Every check held: the program accepts.
     Accepted,
-    /// The tests before this one held and this one failed, as it fails in the program: the
-    /// program fails its check.
+    /// The checks before this one held and this one failed, as it fails in the program.
     Failed(CheckIdx),
-    /// The tests before the one at this instruction held, and the plan could not decide that
-    /// one: the program decides from there.
+    /// The checks before the one starting at this instruction held, and the plan could not
+    /// answer that one: the program decides from there.
     From(usize),
 }
 
-/// One test's answer: it holds or fails as in the program, or the plan cannot tell.
+/// One check's answer: it holds or fails as in the program, or the plan cannot tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
     Holds,
@@ -52,31 +52,31 @@ impl From<bool> for Answer {
     }
 }
 
-/// `plan`'s tests on `input`, from the first, until one does not hold.
+/// `plan`'s checks on `input`, from the first, until one does not hold.
 #[inline]
 pub(super) fn decide<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     plan: &Plan,
     input: &Input<'_, J>,
 ) -> Planned {
-    for test in plan.tests() {
-        match answer(program, plan, test, input) {
+    for check in plan.checks() {
+        match answer(program, plan, check, input) {
             Answer::Holds => {}
-            Answer::Fails => return Planned::Failed(test.check),
-            Answer::Unsure => return Planned::From(test.at),
+            Answer::Fails => return Planned::Failed(check.check),
+            Answer::Unsure => return Planned::From(check.at),
         }
     }
     Planned::Accepted
 }
 
-/// One test's answer. `Holds` and `Fails` only where the program's test reaches the same
+/// One check's answer. `Holds` and `Fails` only where the program reaches the same
 /// values and decides on them alike (a value the test cannot read — missing, of another kind —
 /// is left to the program, which also says why).
 #[inline]
 fn answer<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     plan: &Plan,
-    planned: &PlanTest,
+    planned: &PlanCheck,
     input: &Input<'_, J>,
 ) -> Answer {
     let Some(op) = program.code.get(planned.at) else {
