@@ -1,4 +1,5 @@
-//! The tooling subcommands through the binary: `fmt`, `lint`, `convert`, `--error-format`.
+//! The tooling subcommands through the binary: `fmt`, `lint`, `convert`, `disasm`,
+//! `--error-format`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -338,4 +339,19 @@ fn regression_human_reports_stop_at_fifty_and_count_the_rest() {
     );
     let json = capgate(&["--error-format", "json", "lint", &path]);
     assert_eq!(stdout(&json).lines().count(), 200, "{}", stdout(&json));
+}
+
+/// `capgate disasm` says, after each capability's code, how the VM answers each check before it
+/// runs the program: the peers scenario's four checks each have a shape the plan reads itself.
+#[test]
+fn disasm_prints_each_capabilitys_plan() {
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/scenario.cap");
+    let output = capgate(&["disasm", scenario.to_str().unwrap()]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .contains("plan: check0 plain, check1 plain, check2 each [*], check3 flat schema\n"),
+        "{}",
+        stdout(&output)
+    );
 }

@@ -738,6 +738,8 @@ fn disasm_prints_a_capabilitys_bytecode() {
     let run = repl(":disasm mail send\n:disasm mail\n:disasm nope send\n:disasm mail nope\n");
     assert_contains(&run.stdout, "capability `send`: service outboundGateway");
     assert_contains(&run.stdout, "then  rateLimit 2 per 1m");
+    // How the VM answers each check first (docs/bytecode.md, "The plan").
+    assert_contains(&run.stdout, "plan: check0 ");
     assert_contains(&run.stderr, "usage: `:disasm SKILL CAP`");
     assert_contains(&run.stderr, "unknown skill `nope`");
     assert_contains(&run.stderr, "skill `mail` has no capability `nope`");

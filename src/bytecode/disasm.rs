@@ -15,6 +15,7 @@ use std::fmt::Write;
 
 use super::index::{Index, lookup};
 use super::op::Op;
+use super::plan::Plan;
 use super::program::Program;
 
 fn path(program: &Program, index: impl Index + std::fmt::Display) -> String {
@@ -113,6 +114,23 @@ fn operands(program: &Program, op: &Op) -> String {
         Op::OrElse { target } | Op::AndThen { target } => format!("{target}"),
         Op::Require { check } => format!("{check}"),
         Op::Not | Op::Accept => String::new(),
+    }
+}
+
+/// The plan line of a disassembly: how the VM answers each check before it runs the program
+/// (`crate::bytecode::plan`), e.g. `plan: check0 plain, check1 each [*], check2 vm check`.
+pub fn disassemble_plan(plan: Option<&Plan>) -> String {
+    match plan {
+        None => "plan: none (the program runs alone)\n".to_owned(),
+        Some(plan) if plan.checks().is_empty() => "plan: no checks\n".to_owned(),
+        Some(plan) => {
+            let checks: Vec<String> = plan
+                .checks()
+                .iter()
+                .map(|check| format!("{} {}", check.check, check.shape.name()))
+                .collect();
+            format!("plan: {}\n", checks.join(", "))
+        }
     }
 }
 

@@ -95,6 +95,20 @@ pub enum Shape {
     },
 }
 
+impl Shape {
+    /// How the shape reads in a disassembly.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Plain => "plain",
+            Shape::EachKeys { .. } => "each [*]",
+            Shape::FlatSchema { .. } => "flat schema",
+            Shape::Schema => "schema",
+            Shape::General => "vm test",
+            Shape::Check { .. } => "vm check",
+        }
+    }
+}
+
 impl Plan {
     /// The plan of `program`, whose checks stand alone where `self_contained` says so (by
     /// check index): `Some` when the checks' code ranges follow one another from the first

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use capgate::Limits;
-use capgate::bytecode::disasm::disassemble;
+use capgate::bytecode::disasm::{disassemble, disassemble_plan};
 
 use super::{EXIT_OK, load_policies};
 
@@ -39,6 +39,7 @@ pub fn run(args: DisasmArgs) -> u8 {
                     .join(", ")
             );
             out!("{}", disassemble(capability.program.program()));
+            out!("{}", disassemble_plan(capability.program.plan()));
             for limit in &capability.rate_limits {
                 outln!("  then  rateLimit {}", limit.summary);
             }

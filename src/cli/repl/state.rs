@@ -443,6 +443,10 @@ impl Repl {
             "{}",
             capgate::bytecode::disasm::disassemble(capability.program.program())
         );
+        out!(
+            "{}",
+            capgate::bytecode::disasm::disassemble_plan(capability.program.plan())
+        );
         for limit in &capability.rate_limits {
             outln!("  then  rateLimit {}", limit.summary);
         }
