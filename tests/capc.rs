@@ -179,6 +179,13 @@ fn decoded_skills_keep_identity_gating_and_programs() {
             assert_eq!(x.program.bounds, y.program.bounds);
             assert_eq!(x.program.checks, y.program.checks);
             assert_eq!(x.program.max_stack(), y.program.max_stack());
+            // Derived from the verified code: a decoded program gets the compiled one's plan,
+            // flat schemas and all.
+            assert_eq!(x.program.plan(), y.program.plan());
+            assert!(
+                x.program.plan().is_some(),
+                "every compiled program has a plan"
+            );
         }
     }
     assert_eq!(disassembly(&source.skills), disassembly(&decoded.skills));
