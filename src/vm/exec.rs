@@ -147,7 +147,17 @@ pub fn run<'r, J: Json<'r>>(
             Planned::From(at) => at,
         },
     };
-    let mut steps = Steps::default();
+    run_from(program, input, start, &mut Steps::default())
+}
+
+/// Runs a program from instruction `start` (0, or the start of a check) to its end, silently.
+#[inline]
+fn run_from<'r, J: Json<'r>>(
+    program: &VerifiedProgram,
+    input: &Input<'_, J>,
+    start: usize,
+    steps: &mut Steps,
+) -> Result<Outcome, VmError> {
     execute::<J, Silent>(
         program,
         input,
@@ -155,7 +165,7 @@ pub fn run<'r, J: Json<'r>>(
         false,
         (start, TO_THE_END),
         0,
-        &mut steps,
+        steps,
     )
 }
 
@@ -180,16 +190,7 @@ pub fn run_unplanned<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
-    let mut steps = Steps::default();
-    execute::<J, Silent>(
-        program,
-        input,
-        &mut Silent,
-        false,
-        (0, TO_THE_END),
-        0,
-        &mut steps,
-    )
+    run_from(program, input, 0, &mut Steps::default())
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
@@ -198,15 +199,7 @@ pub fn run_counted<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = execute::<J, Silent>(
-        program,
-        input,
-        &mut Silent,
-        false,
-        (0, TO_THE_END),
-        0,
-        &mut steps,
-    )?;
+    let outcome = run_from(program, input, 0, &mut steps)?;
     Ok((outcome, steps))
 }
 
