@@ -18,10 +18,11 @@
 //! Derived from the verified code alone, so a program loaded from a `.capc` file gets the same
 //! plan as one compiled from source.
 
-use super::index::{CheckIdx, Index, lookup};
+use super::index::{CheckIdx, Index, PathIdx, lookup};
 use super::op::Op;
 use super::program::{PathAccess, Program};
 use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
+use super::verify::usize_of;
 use crate::value::Segment;
 
 /// A program's checks in order, each with how the plan answers it.
@@ -66,7 +67,7 @@ pub struct PlanCheck {
     pub shape: Shape,
 }
 
-/// How the plan evaluates one test.
+/// How the plan answers one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// An `Equals`, `InSet` or `Matches` whose path, or an `EqualsPath` or `BindsIdentity` both
@@ -125,7 +126,7 @@ impl Plan {
         let mut next = 0;
         for (index, info) in program.checks.iter().enumerate() {
             let check = CheckIdx::from_usize(index)?;
-            let (start, end) = (usize_of(info.code_start)?, usize_of(info.code_end)?);
+            let (start, end) = (usize_of(info.code_start), usize_of(info.code_end));
             let code = program.code.get(start..end)?;
             let (Op::Require { check: required }, body) = code.split_last()? else {
                 return None;
@@ -265,12 +266,8 @@ fn flat_schema(schema: &SchemaProgram) -> Option<FlatSchema> {
 /// How the plan reads `test`; `None` for an instruction that is not a test.
 fn shape(program: &Program, test: &Op) -> Option<Shape> {
     let plain = |index| {
-        lookup(&program.paths, index).is_some_and(|path| match &path.access {
-            PathAccess::Binding { .. } => true,
-            PathAccess::Json { segments, .. } => {
-                segments.iter().all(|s| matches!(s, Segment::Key(_)))
-            }
-            _ => false,
+        lookup(&program.paths, index).is_some_and(|path| {
+            path.keys_only() || matches!(path.access, PathAccess::Binding { .. })
         })
     };
     Some(match *test {
@@ -301,7 +298,7 @@ fn shape(program: &Program, test: &Op) -> Option<Shape> {
 }
 
 /// Where the one `[*]` of a JSON path of keys and one `[*]` is.
-fn each_keys(program: &Program, path: crate::bytecode::index::PathIdx) -> Option<usize> {
+fn each_keys(program: &Program, path: PathIdx) -> Option<usize> {
     let path = lookup(&program.paths, path)?;
     let PathAccess::Json { segments, .. } = &path.access else {
         return None;
@@ -314,8 +311,4 @@ fn each_keys(program: &Program, path: crate::bytecode::index::PathIdx) -> Option
         .enumerate()
         .all(|(at, s)| at == wildcard || matches!(s, Segment::Key(_)))
         .then_some(wildcard)
-}
-
-fn usize_of(position: u32) -> Option<usize> {
-    usize::try_from(position).ok()
 }

@@ -91,6 +91,17 @@ impl CompiledPath {
             _ => false,
         }
     }
+
+    /// True when the path is into a JSON document and made of keys only (no index, no `[*]`):
+    /// it names at most one value, found by one member lookup per key.
+    pub fn keys_only(&self) -> bool {
+        match &self.access {
+            PathAccess::Json { segments, .. } => {
+                segments.iter().all(|s| matches!(s, Segment::Key(_)))
+            }
+            _ => false,
+        }
+    }
 }
 
 /// A whole-value regex, compiled once.

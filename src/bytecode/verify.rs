@@ -523,7 +523,8 @@ fn spoil(contained: &mut [bool], index: usize) {
     }
 }
 
-fn usize_of(offset: u32) -> usize {
+/// A code offset as an index (saturating: past the end of any program).
+pub(super) fn usize_of(offset: u32) -> usize {
     usize::try_from(offset).unwrap_or(usize::MAX)
 }
 

@@ -147,26 +147,19 @@ pub fn run<'r, J: Json<'r>>(
             Planned::From(at) => at,
         },
     };
-    run_from(program, input, start, &mut Steps::default())
+    run_from(program, input, (start, TO_THE_END), &mut Steps::default())
 }
 
-/// Runs a program from instruction `start` (0, or the start of a check) to its end, silently.
+/// Runs a program silently over `range`: from its start (0, or the start of a check) until the
+/// program accepts or fails, or reaches the range's end.
 #[inline]
 fn run_from<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
-    start: usize,
+    range: (usize, usize),
     steps: &mut Steps,
 ) -> Result<Outcome, VmError> {
-    execute::<J, Silent>(
-        program,
-        input,
-        &mut Silent,
-        false,
-        (start, TO_THE_END),
-        0,
-        steps,
-    )
+    execute::<J, Silent>(program, input, &mut Silent, false, range, 0, steps)
 }
 
 /// What the plan of `program` makes of `input` alone: `Some(outcome)` when it decided
@@ -190,7 +183,7 @@ pub fn run_unplanned<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
 ) -> Result<Outcome, VmError> {
-    run_from(program, input, 0, &mut Steps::default())
+    run_from(program, input, (0, TO_THE_END), &mut Steps::default())
 }
 
 /// Runs a program and counts its steps (for the cost-bound tests).
@@ -199,7 +192,7 @@ pub fn run_counted<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Result<(Outcome, Steps), VmError> {
     let mut steps = Steps::default();
-    let outcome = run_from(program, input, 0, &mut steps)?;
+    let outcome = run_from(program, input, (0, TO_THE_END), &mut steps)?;
     Ok((outcome, steps))
 }
 
@@ -332,16 +325,7 @@ pub(super) fn check_holds<'r, J: Json<'r>>(
     start: usize,
     end: usize,
 ) -> Result<bool, VmError> {
-    let mut steps = Steps::default();
-    let outcome = execute::<J, Silent>(
-        program,
-        input,
-        &mut Silent,
-        false,
-        (start, end),
-        0,
-        &mut steps,
-    )?;
+    let outcome = run_from(program, input, (start, end), &mut Steps::default())?;
     Ok(outcome == Outcome::Accepted)
 }
 

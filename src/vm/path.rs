@@ -367,13 +367,16 @@ pub fn plain_member<'r, J: Json<'r>>(input: &Input<'_, J>, path: &CompiledPath) 
         return None;
     };
     // Decided on the path alone first, so a path with a `[*]` costs no lookups here.
-    if !segments
-        .iter()
-        .all(|segment| matches!(segment, Segment::Key(_)))
-    {
+    if !path.keys_only() {
         return None;
     }
-    let mut value = input.document(*root);
+    follow_keys(input.document(*root), segments)
+}
+
+/// The value `segments` lead to from `value` when they are all keys and each step finds an
+/// object with the member; `None` at the first that does not, or at any other kind of segment.
+#[inline]
+pub fn follow_keys<'r, J: Json<'r>>(mut value: J, segments: &[Segment]) -> Option<J> {
     for segment in segments {
         let Segment::Key(key) = segment else {
             return None;

@@ -15,7 +15,7 @@
 use super::exec::{Silent, Steps, check_holds, test};
 use super::input::Input;
 use super::json::{Json, JsonKind};
-use super::path::Leaf;
+use super::path::{Leaf, follow_keys};
 use super::schema::leaf_holds;
 use crate::bytecode::index::{CheckIdx, PathIdx, lookup};
 use crate::bytecode::op::Op;
@@ -23,7 +23,6 @@ use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanCheck, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
 use crate::bytecode::schema::SchemaProgram;
 use crate::bytecode::verify::VerifiedProgram;
-use crate::value::Segment;
 
 /// What the plan made of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,24 +196,10 @@ fn single<'a, 'r, J: Json<'r>>(
     match &lookup(&program.paths, path)?.access {
         PathAccess::Binding { slot } => input.bindings.get(usize::from(*slot)).map(Leaf::Str),
         PathAccess::Json { root, segments } => {
-            keys(input.document(*root), segments).map(Leaf::Json)
+            follow_keys(input.document(*root), segments).map(Leaf::Json)
         }
         _ => None,
     }
-}
-
-/// The value `segments` (keys) lead to from `value`, when each step finds an object with the
-/// member; `None` at the first that does not, or at any other kind of segment.
-#[inline]
-fn keys<'r, J: Json<'r>>(mut value: J, segments: &[Segment]) -> Option<J> {
-    for segment in segments {
-        let Segment::Key(key) = segment else {
-            return None;
-        };
-        // `get` finds nothing in a value that is not an object.
-        value = value.get(key)?;
-    }
-    Some(value)
 }
 
 /// When the keys before the `[*]` at `wildcard` lead to an array of at most the scan limit's
@@ -234,10 +219,10 @@ fn each_keys<'r, J: Json<'r>>(
     else {
         return Answer::Unsure;
     };
-    match keys(input.document(*root), before) {
+    match follow_keys(input.document(*root), before) {
         Some(array) if array.kind() == JsonKind::Array && array.len() <= input.max_array_scan => {
             for element in array.elements() {
-                match keys(element, after).map_or(Answer::Unsure, &mut answer) {
+                match follow_keys(element, after).map_or(Answer::Unsure, &mut answer) {
                     Answer::Holds => {}
                     other => return other,
                 }
