@@ -273,21 +273,42 @@ impl Parser<'_> {
                 // No earlier key has this key's filter bit: none can equal it.
                 return Ok(());
             }
-            for old_key in earlier_keys(&self.nodes, object, earlier) {
-                match self.nodes.get(old_key) {
-                    // Two unescaped keys with different filter bits differ: only the earlier
-                    // keys that share the new key's bit (or have escapes) are compared.
-                    Some(old)
-                        if !old.escaped() && key_filter_bit(old.body(self.bytes)) & bit == 0 => {}
-                    Some(old) if keys_equal(self.bytes, old, new_key) => {
-                        return Err(duplicate(self.bytes, &self.nodes, key));
-                    }
-                    Some(_) => {}
-                    None => return Err((self.pos, ErrorKind::Internal)),
-                }
-            }
-            return Ok(());
+            return self.compare_earlier(key, object, earlier);
         }
+        self.check_in_set(key, object, earlier)
+    }
+
+    /// Compares key node `key` with the `earlier` keys of object node `object`, one of which
+    /// shares its filter bit. Out of line, as is [`Parser::check_in_set`]: most keys are told apart by
+    /// the filter alone, and in line these loops cost the parse's hot loop registers (~100
+    /// instructions per scenario request).
+    #[inline(never)]
+    fn compare_earlier(&self, key: usize, object: u32, earlier: u32) -> Result<(), Fault> {
+        let Some(new_key) = self.nodes.get(key) else {
+            return Err((self.pos, ErrorKind::Internal));
+        };
+        let plain_len = (!new_key.escaped()).then(|| new_key.end.wrapping_sub(new_key.start));
+        for old_key in earlier_keys(&self.nodes, object, earlier) {
+            match self.nodes.get(old_key) {
+                // Two unescaped keys of different lengths differ: only the earlier keys of the
+                // new key's length (or with escapes) are compared, byte by byte. (The length
+                // is cheaper to compare than the filter bit is to compute again.)
+                Some(old)
+                    if !old.escaped()
+                        && plain_len.is_some_and(|len| old.end.wrapping_sub(old.start) != len) => {}
+                Some(old) if keys_equal(self.bytes, old, new_key) => {
+                    return Err(duplicate(self.bytes, &self.nodes, key));
+                }
+                Some(_) => {}
+                None => return Err((self.pos, ErrorKind::Internal)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks key node `key` of an object past [`LINEAR_MEMBERS`] members against the key set.
+    #[inline(never)]
+    fn check_in_set(&mut self, key: usize, object: u32, earlier: u32) -> Result<(), Fault> {
         if earlier == LINEAR_MEMBERS {
             // The object just outgrew the linear scan: its (distinct) keys so far go in the set.
             for old_key in earlier_keys(&self.nodes, object, earlier) {
