@@ -605,15 +605,14 @@ impl Engine {
             // The thread's tape; a fresh one when it is in use (re-entered from an audit sink on
             // this thread) or gone (a decision from a thread-local destructor at thread exit:
             // `with` panicked there, which aborts the process — regression).
-            let fast = TAPE
-                .try_with(|tape| {
-                    tape.try_borrow_mut()
-                        .ok()
-                        .map(|mut tape| self.check_tape(&mut tape, bytes))
-                })
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| self.check_tape(&mut Tape::new(), bytes));
+            // One `Option` deep all the way (nested ones cost four copies of the decision).
+            let fast = match TAPE.try_with(|tape| match tape.try_borrow_mut() {
+                Ok(mut tape) => self.check_tape(&mut tape, bytes),
+                Err(_) => self.check_tape(&mut Tape::new(), bytes),
+            }) {
+                Ok(fast) => fast,
+                Err(_) => self.check_tape(&mut Tape::new(), bytes),
+            };
             if let Some(decision) = fast {
                 return decision;
             }

@@ -10,8 +10,9 @@
 //! checks). Prints nanoseconds per call for each loop and round.
 //!
 //! `PEERS_SPLIT=paired` times the same loops as table rows, each paired with the floor
-//! (`harness.rs`). `PEERS_SPLIT_LOOP=engine|bare|hand` instead runs one of `check_doc` (the scenario's engine),
-//! `check_doc` (the engine without constraints) or the hand-written tape decision
+//! (`harness.rs`). `PEERS_SPLIT_LOOP=engine|bare|hand|parse` instead runs one of `check_doc` (the scenario's
+//! engine), `check_doc` (the engine without constraints), the hand-written tape decision or
+//! `Tape::parse` alone
 //! `PEERS_ITERATIONS` times (default 1,000,000) and exits, for perf or callgrind.
 
 use std::hint::black_box;
@@ -126,7 +127,10 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
                 "hand" => {
                     black_box(hand_written_on_tape(&mut tape, black_box(bytes), depth));
                 }
-                other => panic!("PEERS_SPLIT_LOOP={other}: expected engine, bare or hand"),
+                "parse" => {
+                    black_box(tape.parse(black_box(bytes), depth).is_ok());
+                }
+                other => panic!("PEERS_SPLIT_LOOP={other}: expected engine, bare, hand or parse"),
             }
         }
         return;
