@@ -13,14 +13,12 @@ a 32 KiB 8-way L1 instruction cache (the EPYC and Xeon hosts' L1i; with 4 KiB pe
 bits 6-11 of the address, the same in virtual and physical addresses), the sets that need more
 than 8 ways (lines that evict one another on every iteration), and the functions the lines
 belong to. Simulated misses per iteration come from a run with --cache-sim=yes (see
-docs/performance.md, "The code a decision runs").
-
-usage: footprint.py RUN_N.out RUN_0.out N [--functions K]
+docs/performance.md, "Session 17: the code a decision runs").
 """
 
+import argparse
 import collections
 import re
-import sys
 
 LINE = 64
 SETS = 64
@@ -55,13 +53,20 @@ def load(path):
     return counts, functions
 
 
-def main(argv):
-    if len(argv) < 4:
-        sys.exit(__doc__)
-    run, functions = load(argv[1])
-    setup, _ = load(argv[2])
-    iterations = int(argv[3])
-    shown = int(argv[argv.index("--functions") + 1]) if "--functions" in argv else 12
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("run", help="the callgrind dump of the run with N iterations")
+    parser.add_argument("setup", help="the callgrind dump of the run with 0 iterations")
+    parser.add_argument("iterations", type=int, help="N")
+    parser.add_argument(
+        "--functions", type=int, default=12, help="how many functions to list (default 12)"
+    )
+    args = parser.parse_args()
+    run, functions = load(args.run)
+    setup, _ = load(args.setup)
+    iterations, shown = args.iterations, args.functions
     hot, per_function = set(), collections.Counter()
     for key, count in run.items():
         if count - setup.get(key, 0) >= iterations / 2:
@@ -79,4 +84,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    main()
