@@ -368,6 +368,51 @@ fn request_member_names_with_escapes_read_as_their_decoded_names() {
 }
 
 #[test]
+fn envelope_strings_with_escapes_are_read_by_the_tape_path_as_their_decoded_text() {
+    // Some encoders escape `/` (`\/`) or `&` (`\u0026`, Go's default) in the resource; such a
+    // request is decided from its tape (strings decoded first, off the usual path), exactly as
+    // the strict parser reads it.
+    let engine = engine();
+    for text in [
+        r#"{"skill":"\u0073","operation":"call","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"c\u0061ll","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:\u0074"}"#,
+        r#"{"sk\u0069ll":"\u0073","\u006fperation":"c\u0061ll","resource":"tool:\u0074","payload":{"n":1}}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:t","time":"2026-12-01T10:00:00\u005a"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:t","transaction":"t\u0078","grant":"g\/1"}"#,
+        // Denied, with the decoded text in the reasons.
+        r#"{"skill":"\u0078","operation":"call","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"c\u0061lls","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:\u0075"}"#,
+        r#"{"skill":"s","skill_hash":"sha256:\u0030","operation":"call","resource":"tool:t"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":11},"time":"\u0031"}"#,
+    ] {
+        let parsed =
+            engine.check(&capgate::Request::from_slice(text.as_bytes(), &Limits::DEFAULT).unwrap());
+        let tape = engine.check_slice_tape_only(text.as_bytes());
+        assert_eq!(tape.as_ref(), Some(&parsed), "{text}");
+        assert_eq!(engine.check_slice(text.as_bytes()), parsed, "{text}");
+    }
+    let allowed =
+        r#"{"sk\u0069ll":"\u0073","\u006fperation":"c\u0061ll","resource":"tool:\u0074"}"#;
+    assert_eq!(decide(allowed).decision, Verdict::Allow);
+    let unknown = decide(r#"{"skill":"\u0078","operation":"call","resource":"tool:t"}"#);
+    assert_eq!(&*unknown.skill, "x");
+    // An escaped string where the envelope wants another type is still refused.
+    for text in [
+        r#"{"skill":"s","operation":"call","resource":"tool:t","grant":["\u0067"]}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:t","p\u0061yloads":"\u0031"}"#,
+    ] {
+        assert_input_deny(&decide(text));
+        assert_eq!(
+            engine.check_slice_tape_only(text.as_bytes()),
+            None,
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn non_object_or_truncated_requests_are_denied_with_input() {
     for text in [
         "",

@@ -148,9 +148,9 @@ impl Engine {
             context: request.context,
             resource,
             bindings,
-            skill: &request.skill,
-            operation: &request.operation,
-            transaction: request.transaction.as_deref(),
+            skill: request.skill,
+            operation: request.operation,
+            transaction: request.transaction,
             now,
             max_array_scan: self.limits.max_array_scan,
         }
@@ -158,7 +158,7 @@ impl Engine {
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
         self.with_policy(|policy, names| {
-            self.decide_in(policy.skill(&request.skill), names, request)
+            self.decide_in(policy.skill(request.skill), names, request)
         })
         .unwrap_or_else(|| self.policy_unreadable(request))
     }
@@ -171,7 +171,7 @@ impl Engine {
         request: &RequestView<'r, J>,
     ) -> (Decision, Option<u64>) {
         self.with_policy(|policy, names| {
-            let skill = policy.skill(&request.skill);
+            let skill = policy.skill(request.skill);
             (
                 self.decide_in(skill, names, request),
                 skill.map(|skill| skill.revision),
@@ -184,7 +184,7 @@ impl Engine {
     #[cold]
     fn policy_unreadable<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
         self.finish(Decision::deny(
-            Arc::from(&*request.skill),
+            Arc::from(request.skill),
             vec![Reason::request(
                 ReasonKind::Input,
                 "internal error: the policy could not be read",
@@ -202,10 +202,10 @@ impl Engine {
     ) -> Decision {
         let Some(skill) = skill else {
             return self.finish(Decision::deny(
-                Arc::from(&*request.skill),
+                Arc::from(request.skill),
                 vec![Reason::request(
                     ReasonKind::UnknownSkill,
-                    format!("no skill {} is loaded", quote(&request.skill)),
+                    format!("no skill {} is loaded", quote(request.skill)),
                 )],
             ));
         };
@@ -242,18 +242,18 @@ impl Engine {
         let first = skill.capabilities.first().and_then(|capability| {
             capability
                 .resource
-                .parse_and_match(&request.resource, &mut bindings)
+                .parse_and_match(request.resource, &mut bindings)
         });
         let (resource, mut first_matched) = match first {
             Some((resource, matched)) => (resource, Some(matched)),
-            None => match RequestResource::parse(&request.resource) {
+            None => match RequestResource::parse(request.resource) {
                 Ok(resource) => (resource, None),
                 Err(rejection) => {
                     return deny(vec![Reason::request(
                         ReasonKind::Resource,
                         format!(
                             "resource {} is refused: {rejection}",
-                            quote(&request.resource)
+                            quote(request.resource)
                         ),
                     )]);
                 }
@@ -272,7 +272,7 @@ impl Engine {
                 continue;
             }
             resource_matched = true;
-            if !capability.allows_operation(&request.operation) {
+            if !capability.allows_operation(request.operation) {
                 continue;
             }
             operation_matched = true;
@@ -299,7 +299,7 @@ impl Engine {
                 format!(
                     "no capability of skill {} covers resource {}",
                     quote(&skill.name),
-                    quote(&request.resource)
+                    quote(request.resource)
                 ),
             ));
         } else if !operation_matched {
@@ -308,8 +308,8 @@ impl Engine {
                 format!(
                     "no capability of skill {} allows operation {} on resource {}",
                     quote(&skill.name),
-                    quote(&request.operation),
-                    quote(&request.resource)
+                    quote(request.operation),
+                    quote(request.resource)
                 ),
             ));
         }
@@ -346,7 +346,7 @@ impl Engine {
                     }
                 }
                 LifetimeSpec::Call(_) | LifetimeSpec::WallClock { .. } => {
-                    let Some(token) = request.grant.as_deref() else {
+                    let Some(token) = request.grant else {
                         return fail(
                             ReasonKind::Grant,
                             format!(
@@ -673,10 +673,10 @@ impl Engine {
     pub fn explain(&self, request: &Request) -> Vec<CandidateTrace> {
         let request = &request.view();
         let policy = self.policy();
-        let Some(skill) = policy.skill(&request.skill) else {
+        let Some(skill) = policy.skill(request.skill) else {
             return Vec::new();
         };
-        let Ok(resource) = RequestResource::parse(&request.resource) else {
+        let Ok(resource) = RequestResource::parse(request.resource) else {
             return Vec::new();
         };
         let now = self.now_for(request).unwrap_or_else(|_| self.clock.now());
@@ -684,7 +684,7 @@ impl Engine {
         let mut bindings = Bindings::new();
         for capability in &skill.capabilities {
             if !capability.resource.matches(&resource, &mut bindings)
-                || !capability.allows_operation(&request.operation)
+                || !capability.allows_operation(request.operation)
             {
                 continue;
             }

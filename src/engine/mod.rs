@@ -35,7 +35,7 @@ use crate::limits::Limits;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 use crate::tape::Tape;
-use view::RequestView;
+use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
     /// The tape `check_slice` parses into, reused so a warm thread does not allocate.
@@ -632,9 +632,9 @@ impl Engine {
     pub fn check_doc(&self, doc: &crate::tape::Doc<'_>) -> Decision {
         let bytes = doc.bytes();
         if bytes.len() <= self.limits.max_request_bytes
-            && let Ok(view) = RequestView::from_tape(doc.root(), self.limits.max_payload_depth)
+            && let Some(decision) = self.read_doc(doc, |view| self.decide_audited(view))
         {
-            return self.decide_audited(&view);
+            return decision;
         }
         self.check_slice_parsed(bytes)
     }
@@ -676,12 +676,39 @@ impl Engine {
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
     ) -> Option<R> {
         let doc = tape.parse(bytes, self.limits.parse_depth()).ok()?;
-        // Borrowed where it was built: moving the view (224 bytes) out of the `Result` was a
-        // `memcpy` call per decision.
+        self.read_doc(&doc, f)
+    }
+
+    /// Reads a parsed document as a request for `f`; `None` when it is not one the tape path
+    /// reads.
+    #[inline(always)]
+    fn read_doc<R>(
+        &self,
+        doc: &crate::tape::Doc<'_>,
+        f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
+    ) -> Option<R> {
+        // Borrowed where it was built: moving the view out of the `Result` was a `memcpy` call
+        // per decision.
         match &RequestView::from_tape(doc.root(), self.limits.max_payload_depth) {
             Ok(view) => Some(f(view)),
+            Err(NotARequest { escaped: true }) => self.with_decoded_view(doc.root(), f),
             Err(_) => None,
         }
+    }
+
+    /// [`Engine::with_tape_view`] for a request with escapes in its member names or envelope
+    /// strings: read again from decoded copies of them (allocating, off the usual path).
+    #[cold]
+    #[inline(never)]
+    fn with_decoded_view<R>(
+        &self,
+        root: crate::tape::NodeRef<'_>,
+        f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
+    ) -> Option<R> {
+        let decoded = Decoded::of(root);
+        RequestView::from_tape_decoded(root, self.limits.max_payload_depth, &decoded)
+            .ok()
+            .map(|view| f(&view))
     }
 
     /// Decides from a full parse into a [`Request`]: the input errors of
@@ -763,13 +790,13 @@ impl Engine {
             time: self.clock.now(),
             decision: decision.decision,
             observed: decision.observed,
-            skill: &request.skill,
+            skill: request.skill,
             capability: decision.capability.as_deref(),
-            operation: &request.operation,
-            resource: &request.resource,
+            operation: request.operation,
+            resource: request.resource,
             agent: agent_id.as_deref(),
-            transaction: request.transaction.as_deref(),
-            grant: decision.grant.as_deref().or(request.grant.as_deref()),
+            transaction: request.transaction,
+            grant: decision.grant.as_deref().or(request.grant),
             reasons: &decision.reasons,
             revision,
         });

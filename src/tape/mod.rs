@@ -398,6 +398,19 @@ impl<'t> NodeRef<'t> {
         (node.kind == Kind::String && !node.escaped()).then(|| node.body(self.doc.bytes))
     }
 
+    /// The text between the quotes, for a string without escapes (a slice of the document,
+    /// owning nothing); `None` for an escaped string or any other value.
+    #[inline]
+    pub(crate) fn plain_str(self) -> Option<&'t str> {
+        let node = self.node();
+        if node.kind != Kind::String || node.escaped() {
+            return None;
+        }
+        // The quotes around the body are ASCII, so both ends are character boundaries.
+        self.doc
+            .text
+            .get(usize_from(node.start)..usize_from(node.end))
+    }
     /// The number, for a number: exactly what serde_json reads from its text.
     pub fn as_number(self) -> Option<Number> {
         let node = self.node();
