@@ -696,7 +696,7 @@ impl Engine {
         }
     }
 
-    /// [`Engine::with_tape_view`] for a request with escapes in its member names or envelope
+    /// [`Engine::read_doc`] for a request with escapes in its member names or envelope
     /// strings: read again from decoded copies of them (allocating, off the usual path).
     #[cold]
     #[inline(never)]

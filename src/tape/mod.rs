@@ -347,16 +347,8 @@ impl<'t> NodeRef<'t> {
         if node.kind != Kind::String {
             return None;
         }
-        if !node.escaped() {
-            // A slice of the document's text: the quotes around it are ASCII, so both ends are
-            // character boundaries and this always succeeds.
-            if let Some(text) = self
-                .doc
-                .text
-                .get(usize_from(node.start)..usize_from(node.end))
-            {
-                return Some(Cow::Borrowed(text));
-            }
+        if let Some(text) = self.plain_str() {
+            return Some(Cow::Borrowed(text));
         }
         Some(self.decoded(node))
     }
@@ -411,6 +403,7 @@ impl<'t> NodeRef<'t> {
             .text
             .get(usize_from(node.start)..usize_from(node.end))
     }
+
     /// The number, for a number: exactly what serde_json reads from its text.
     pub fn as_number(self) -> Option<Number> {
         let node = self.node();
