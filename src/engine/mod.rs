@@ -17,6 +17,7 @@ mod rate_key;
 mod request;
 mod view;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -38,8 +39,10 @@ use crate::tape::Tape;
 use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
-    /// The tape `check_slice` parses into, reused so a warm thread does not allocate.
-    static TAPE: std::cell::RefCell<Tape> = std::cell::RefCell::new(Tape::new());
+    /// The tape `check_slice` parses into, reused so a warm thread does not allocate. A decision
+    /// takes it out and puts it back ([`Engine::check_slice`]); one nested in it on the same
+    /// thread (an audit sink deciding) finds the slot empty and parses into a fresh tape.
+    static TAPE: Cell<Option<Box<Tape>>> = const { Cell::new(None) };
 }
 
 /// Every compiled revision of every skill, by (name, revision).
@@ -601,23 +604,19 @@ impl Engine {
     /// a request (malformed JSON, an unknown field, a limit broken) are refused through a full
     /// parse, so input errors are exactly those of [`Request::from_slice`].
     pub fn check_slice(&self, bytes: &[u8]) -> Decision {
-        if bytes.len() <= self.limits.max_request_bytes {
-            // The thread's tape; a fresh one when it is in use (re-entered from an audit sink on
-            // this thread) or gone (a decision from a thread-local destructor at thread exit:
-            // `with` panicked there, which aborts the process — regression).
-            // One `Option` deep all the way (nested ones cost four copies of the decision).
-            let fast = match TAPE.try_with(|tape| match tape.try_borrow_mut() {
-                Ok(mut tape) => self.check_tape(&mut tape, bytes),
-                Err(_) => self.check_tape(&mut Tape::new(), bytes),
-            }) {
-                Ok(fast) => fast,
-                Err(_) => self.check_tape(&mut Tape::new(), bytes),
-            };
-            if let Some(decision) = fast {
-                return decision;
-            }
+        if bytes.len() > self.limits.max_request_bytes {
+            return self.check_slice_parsed(bytes);
         }
-        self.check_slice_parsed(bytes)
+        // The thread's tape, or a fresh one when it is out (taken by a decision this one is
+        // nested in) or gone (a decision from a thread-local destructor at thread exit).
+        let mut tape = TAPE.try_with(Cell::take).ok().flatten().unwrap_or_default();
+        // Every step below returns the `Decision` itself, never wrapped in an `Option`: each
+        // wrapper was a copy of the freshly written decision, and copying a value just stored
+        // field by field stalls the load on the stores (store-to-load forwarding fails).
+        let decision = self.check_tape(&mut tape, bytes);
+        // Gone at thread exit: the tape is then dropped with this frame.
+        let _ = TAPE.try_with(|slot| slot.set(Some(tape)));
+        decision
     }
 
     /// Decides a request the caller has already parsed onto a [`crate::tape::Tape`] — for a
@@ -631,18 +630,25 @@ impl Engine {
     /// limit) is decided through the same full parse, so the input error is the same too.
     pub fn check_doc(&self, doc: &crate::tape::Doc<'_>) -> Decision {
         let bytes = doc.bytes();
-        if bytes.len() <= self.limits.max_request_bytes
-            && let Some(decision) = self.read_doc(doc, |view| self.decide_audited(view))
-        {
-            return decision;
+        if bytes.len() > self.limits.max_request_bytes {
+            return self.check_slice_parsed(bytes);
         }
-        self.check_slice_parsed(bytes)
+        self.read_doc(
+            doc,
+            |view| self.decide_audited(view),
+            || self.check_slice_parsed(bytes),
+        )
     }
 
-    /// The decision of the tape path, or `None` for bytes that must be refused through a full
-    /// parse.
-    fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Option<Decision> {
-        self.with_tape_view(tape, bytes, |view| self.decide_audited(view))
+    /// The decision of the tape path, or of the full parse for bytes it does not read as a
+    /// request.
+    fn check_tape(&self, tape: &mut Tape, bytes: &[u8]) -> Decision {
+        self.with_tape_view(
+            tape,
+            bytes,
+            |view| self.decide_audited(view),
+            || self.check_slice_parsed(bytes),
+        )
     }
 
     /// The decision for `view`, and its audit record when a sink is set (with the revision read
@@ -664,35 +670,47 @@ impl Engine {
     /// it to [`Engine::check`]; embedders call [`Engine::check_slice`].
     #[doc(hidden)]
     pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
-        self.with_tape_view(&mut Tape::new(), bytes, |view| self.decide(view))
+        self.with_tape_view(
+            &mut Tape::new(),
+            bytes,
+            |view| Some(self.decide(view)),
+            || None,
+        )
     }
 
-    /// Parses `bytes` into `tape` and reads them as a request for `f`; `None` when they are not
-    /// one the tape path reads (the strict parser then says why).
+    /// Parses `bytes` into `tape` and reads them as a request for `f`; `refused()` when they are
+    /// not one the tape path reads (the strict parser then says why).
+    #[inline(always)]
     fn with_tape_view<R>(
         &self,
         tape: &mut Tape,
         bytes: &[u8],
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
-    ) -> Option<R> {
-        let doc = tape.parse(bytes, self.limits.parse_depth()).ok()?;
-        self.read_doc(&doc, f)
+        refused: impl FnOnce() -> R,
+    ) -> R {
+        // Borrowed where it was built, as the view below is: moving the document out of the
+        // `Result` copied it just after the parse stored it.
+        match &tape.parse(bytes, self.limits.parse_depth()) {
+            Ok(doc) => self.read_doc(doc, f, refused),
+            Err(_) => refused(),
+        }
     }
 
-    /// Reads a parsed document as a request for `f`; `None` when it is not one the tape path
-    /// reads.
+    /// Reads a parsed document as a request for `f`; `refused()` when it is not one the tape
+    /// path reads.
     #[inline(always)]
     fn read_doc<R>(
         &self,
         doc: &crate::tape::Doc<'_>,
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
-    ) -> Option<R> {
+        refused: impl FnOnce() -> R,
+    ) -> R {
         // Borrowed where it was built: moving the view out of the `Result` was a `memcpy` call
         // per decision.
         match &RequestView::from_tape(doc.root(), self.limits.max_payload_depth) {
-            Ok(view) => Some(f(view)),
-            Err(NotARequest { escaped: true }) => self.with_decoded_view(doc.root(), f),
-            Err(_) => None,
+            Ok(view) => f(view),
+            Err(NotARequest { escaped: true }) => self.with_decoded_view(doc.root(), f, refused),
+            Err(_) => refused(),
         }
     }
 
@@ -704,11 +722,13 @@ impl Engine {
         &self,
         root: crate::tape::NodeRef<'_>,
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
-    ) -> Option<R> {
+        refused: impl FnOnce() -> R,
+    ) -> R {
         let decoded = Decoded::of(root);
-        RequestView::from_tape_decoded(root, self.limits.max_payload_depth, &decoded)
-            .ok()
-            .map(|view| f(&view))
+        match &RequestView::from_tape_decoded(root, self.limits.max_payload_depth, &decoded) {
+            Ok(view) => f(view),
+            Err(_) => refused(),
+        }
     }
 
     /// Decides from a full parse into a [`Request`]: the input errors of
@@ -904,6 +924,57 @@ mod tests {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(record.revision.map(|revision| format!("{revision:016x}")));
         }
+    }
+
+    /// Decides, from its `record`, another request from bytes on the same thread: the nested
+    /// decision finds the thread's tape taken by the outer one.
+    #[derive(Debug)]
+    struct Nested {
+        engine: Engine,
+        bytes: &'static [u8],
+        verdicts: std::sync::Mutex<Vec<Verdict>>,
+    }
+
+    impl AuditSink for Nested {
+        fn record(&self, _: &AuditRecord<'_>) {
+            let verdict = self.engine.check_slice(self.bytes).decision;
+            self.verdicts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(verdict);
+        }
+    }
+
+    #[test]
+    fn a_decision_from_bytes_nested_in_one_from_bytes_parses_into_its_own_tape() {
+        let text = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "j" } }"#;
+        let inner = br#"{"skill":"s","operation":"call","resource":"tool:t"}"#;
+        let sink = Arc::new(Nested {
+            engine: Engine::builder(loaded(text)).build(),
+            bytes: inner,
+            verdicts: std::sync::Mutex::default(),
+        });
+        let engine = Engine::builder(loaded(text)).audit(sink.clone()).build();
+        let outer = [
+            (
+                &br#"{"skill":"s","operation":"call","resource":"tool:t"}"#[..],
+                Verdict::Allow,
+            ),
+            (
+                br#"{"skill":"s","operation":"call","resource":"tool:other"}"#,
+                Verdict::Deny,
+            ),
+            (
+                br#"{"skill":"s","operation":"call","resource":"tool:t"}"#,
+                Verdict::Allow,
+            ),
+        ];
+        for (bytes, verdict) in outer {
+            assert_eq!(engine.check_slice(bytes).decision, verdict);
+        }
+        assert_eq!(*sink.verdicts.lock().unwrap(), vec![Verdict::Allow; 3]);
+        // The thread's tape is back in its slot and still decides.
+        assert_eq!(sink.engine.check_slice(inner).decision, Verdict::Allow);
     }
 
     #[test]
