@@ -127,15 +127,26 @@ fn parse_and_compile(c: &mut Criterion) {
 /// One skill with `count` capabilities, each with a resource template, a field match, an
 /// equality, a numeric range and a small schema: a realistic mix for compile time.
 fn many_capabilities(count: usize) -> String {
+    many_capabilities_with(count, false)
+}
+
+/// [`many_capabilities`], every capability with its own regex when `distinct_regexes` (the same
+/// shape with the capability's number at the end): a load can then share no compiled regex.
+fn many_capabilities_with(count: usize, distinct_regexes: bool) -> String {
     let mut text = String::from("skill \"generated\" {\n  version \"1.0.0\"\n");
     for i in 0..count {
+        let tail = if distinct_regexes {
+            format!("-{i}")
+        } else {
+            String::new()
+        };
         text.push_str(&format!(
             r#"  capability "cap-{i}" {{
     resource http "https://api{i}.example.com/v1/orgs/{{org}}/items/{{id}}"
     operations GET, POST
     justification "Generated capability {i}."
     fieldEquals resource.org in ["acme", "globex"]
-    fieldMatches payload.items[*].sku ~ /[A-Z]{{3}}-[0-9]{{4}}/
+    fieldMatches payload.items[*].sku ~ /[A-Z]{{3}}-[0-9]{{4}}{tail}/
     fieldRange 0 <= payload.amount <= {i}
     payloadSchema {{ "type": "object", "required": ["items"], "properties": {{ "items": {{ "type": "array", "maxItems": 20 }} }} }}
   }}
@@ -602,27 +613,41 @@ fn report_forgetting(kept_per_call: f64) {
 }
 
 fn report_compile_1000() {
-    let text = many_capabilities(1_000);
-    // `STAGES_COMPILE_RUNS=1` (and `=0`, for the set-up) under callgrind counts one compile.
+    // `STAGES_COMPILE_RUNS=1` (and `=0`, for the set-up) under callgrind counts one compile;
+    // `STAGES_COMPILE_DISTINCT=0|1` keeps only the corpus with one shared regex, or only the one
+    // with a regex per capability.
     let runs = std::env::var("STAGES_COMPILE_RUNS")
         .ok()
         .and_then(|runs| runs.parse().ok())
         .unwrap_or(5);
-    let best = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            let mut loader = PolicyLoader::new(Limits::DEFAULT);
-            loader.add_text("generated-1000.cap", text.clone(), PolicyFormat::Cap, None);
-            black_box(loader.finish().unwrap_or_else(|e| panic!("{e:?}")));
-            start.elapsed()
-        })
-        .min()
-        .unwrap_or(Duration::ZERO);
-    println!(
-        "compile/1000-capabilities: parse + compile + verify of {} bytes in {:.1} ms (best of {runs})",
-        text.len(),
-        best.as_secs_f64() * 1000.0
-    );
+    let only = std::env::var("STAGES_COMPILE_DISTINCT").ok();
+    for (distinct, name) in [
+        (false, "1000-capabilities"),
+        (true, "1000-capabilities-distinct-regexes"),
+    ] {
+        if only
+            .as_deref()
+            .is_some_and(|only| only != u8::from(distinct).to_string())
+        {
+            continue;
+        }
+        let text = many_capabilities_with(1_000, distinct);
+        let best = (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let mut loader = PolicyLoader::new(Limits::DEFAULT);
+                loader.add_text("generated-1000.cap", text.clone(), PolicyFormat::Cap, None);
+                black_box(loader.finish().unwrap_or_else(|e| panic!("{e:?}")));
+                start.elapsed()
+            })
+            .min()
+            .unwrap_or(Duration::ZERO);
+        println!(
+            "compile/{name}: parse + compile + verify of {} bytes in {:.1} ms (best of {runs})",
+            text.len(),
+            best.as_secs_f64() * 1000.0
+        );
+    }
 }
 
 criterion_group!(benches, parse_and_compile, decide, state);

@@ -1190,3 +1190,61 @@ fn regression_an_undecidable_test_fails_its_check_whatever_the_nesting() {
         assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
     }
 }
+
+/// Two capabilities with one regex each; `pattern` is used by both, and by another skill.
+fn shared_regex_policy(pattern: &str) -> String {
+    let capability = |name: &str, host: &str| {
+        format!(
+            r#"  capability "{name}" {{
+    resource http "https://{host}.example.com/items"
+    operations POST
+    justification "Creates items."
+    fieldMatches payload.sku ~ /{pattern}/
+  }}
+"#
+        )
+    };
+    format!(
+        "skill \"a\" {{\n  version \"1\"\n{}{}}}\nskill \"b\" {{\n  version \"1\"\n{}}}\n",
+        capability("one", "one"),
+        capability("two", "two"),
+        capability("three", "three"),
+    )
+}
+
+#[test]
+fn a_regex_shared_by_capabilities_is_built_once_and_each_use_decides_and_fails_alike() {
+    // Shared (the load builds it once): every capability still decides on its own payload.
+    let engine = engine(&shared_regex_policy("[A-Z]{3}-[0-9]{4}"));
+    for (skill, host) in [("a", "one"), ("a", "two"), ("b", "three")] {
+        let call = |sku: &str| {
+            let mut request =
+                Request::new(skill, "POST", &format!("https://{host}.example.com/items"));
+            request.payload = json!({ "sku": sku });
+            engine.check(&request).decision
+        };
+        assert_eq!(call("ABC-1234"), Verdict::Allow, "{skill} {host}");
+        assert_eq!(call("abc-1234"), Verdict::Deny, "{skill} {host}");
+    }
+    // Too big for the limit: each of the three uses is reported at its own place.
+    let mut loader = PolicyLoader::new(capgate::Limits {
+        max_regex_bytes: 64,
+        ..capgate::Limits::DEFAULT
+    });
+    let text = shared_regex_policy("[a-z]{500}");
+    loader.add_text("regression.cap", text.clone(), PolicyFormat::Cap, None);
+    let error = loader.finish().unwrap_err();
+    let lines: Vec<u32> = error
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("compiles to more than 64 bytes"))
+        .map(|d| d.location.line)
+        .collect();
+    let expected: Vec<u32> = text
+        .lines()
+        .zip(1..)
+        .filter(|(line, _)| line.contains("fieldMatches"))
+        .map(|(_, number)| number)
+        .collect();
+    assert_eq!(lines, expected, "{error:?}");
+}

@@ -35,7 +35,7 @@ use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use super::matcher::Matcher;
+use super::matcher::{Matcher, MatcherCache};
 use super::op::Op;
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledRegex,
@@ -220,6 +220,8 @@ struct Reader<'a> {
     base: usize,
     files: Vec<Arc<str>>,
     limits: Limits,
+    /// The regexes this file has rebuilt (shared by every capability that uses one).
+    matchers: MatcherCache,
     /// The skill and capability being read, named in messages (`skill `s` capability `c``);
     /// empty between skills.
     place: String,
@@ -233,6 +235,7 @@ impl<'a> Reader<'a> {
             base,
             files: Vec::new(),
             limits: Limits::DEFAULT,
+            matchers: MatcherCache::default(),
             place: String::new(),
         }
     }
@@ -747,10 +750,9 @@ impl<'a> Reader<'a> {
         let source = self.str("a regex")?;
         let case_insensitive = self.bool("the regex `i` flag")?;
         // The same anchoring and builder as `compile::emit`.
+        let limit = self.limits.max_regex_bytes;
         let regex = Matcher::anchored(&source)
-            .and_then(|anchored| {
-                Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
-            })
+            .and_then(|anchored| self.matchers.build(&anchored, case_insensitive, limit))
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {
             regex,

@@ -12,6 +12,8 @@
 //! always kept. The shortcut answers exactly what the regex answers (property tests hold them
 //! together).
 
+use std::collections::HashMap;
+
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use crate::bytes::bytes_eq;
@@ -73,6 +75,50 @@ impl Matcher {
     /// True when [`Matcher::is_match`] answers without the regex engine.
     pub fn has_shortcut(&self) -> bool {
         self.shortcut.is_some()
+    }
+}
+
+/// The matchers one load has built, by pattern, `i` flag and size limit: a policy set that uses
+/// one pattern in many capabilities (an email domain, a SKU format) compiles it once, and every
+/// use shares the compiled regex (cloning a [`regex::Regex`] shares its program). A pattern that
+/// failed fails again at every use, with the same error, so each use is reported.
+#[derive(Debug, Default)]
+pub struct MatcherCache {
+    built: HashMap<String, Vec<Built>>,
+}
+
+/// One entry of [`MatcherCache`]: the flag and limit a pattern was built with, and what came of it.
+type Built = (bool, usize, Result<Matcher, regex::Error>);
+
+impl MatcherCache {
+    /// [`Matcher::build`], or a copy of what it gave for the same arguments before.
+    pub fn build(
+        &mut self,
+        pattern: &str,
+        case_insensitive: bool,
+        size_limit: usize,
+    ) -> Result<Matcher, regex::Error> {
+        let same = |(flag, limit, _): &&Built| *flag == case_insensitive && *limit == size_limit;
+        if let Some((_, _, built)) = self.built.get(pattern).and_then(|b| b.iter().find(same)) {
+            return built.clone();
+        }
+        let built = Matcher::build(pattern, case_insensitive, size_limit);
+        self.built.entry(pattern.to_owned()).or_default().push((
+            case_insensitive,
+            size_limit,
+            built.clone(),
+        ));
+        built
+    }
+
+    /// How many distinct (pattern, flag, limit) builds it holds.
+    pub fn len(&self) -> usize {
+        self.built.values().map(Vec::len).sum()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.built.is_empty()
     }
 }
 

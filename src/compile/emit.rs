@@ -13,7 +13,7 @@ use crate::bytecode::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use crate::bytecode::matcher::Matcher;
+use crate::bytecode::matcher::{Matcher, MatcherCache};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledPath, CompiledRegex, JsonRoot, PathAccess,
@@ -43,6 +43,8 @@ pub struct Emitter<'a> {
     sources: &'a SourceMap,
     limits: &'a Limits,
     errors: &'a mut Vec<CompileError>,
+    /// The regexes this load has built (shared by every capability that uses one).
+    matchers: &'a mut MatcherCache,
     interned: HashMap<String, PathIdx>,
     location: Option<Location>,
 }
@@ -65,6 +67,7 @@ impl<'a> Emitter<'a> {
         sources: &'a SourceMap,
         limits: &'a Limits,
         errors: &'a mut Vec<CompileError>,
+        matchers: &'a mut MatcherCache,
     ) -> Self {
         Emitter {
             program: Program::default(),
@@ -72,6 +75,7 @@ impl<'a> Emitter<'a> {
             sources,
             limits,
             errors,
+            matchers,
             interned: HashMap::new(),
             location: None,
         }
@@ -487,7 +491,8 @@ impl<'a> Emitter<'a> {
 
     fn regex(&mut self, source: &str, case_insensitive: bool, span: Span) -> Option<RegexIdx> {
         let built = Matcher::anchored(source).and_then(|anchored| {
-            Matcher::build(&anchored, case_insensitive, self.limits.max_regex_bytes)
+            self.matchers
+                .build(&anchored, case_insensitive, self.limits.max_regex_bytes)
         });
         match built {
             Ok(regex) => {

@@ -20,6 +20,7 @@ pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
 
 use crate::bytecode::encode::Fnv1a64;
+use crate::bytecode::matcher::MatcherCache;
 use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLevel};
 use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
@@ -36,6 +37,8 @@ pub fn compile_skills(
     let mut errors = Vec::new();
     let mut skills = Vec::new();
     let mut seen: HashMap<&str, crate::span::Span> = HashMap::new();
+    // One cache for the whole set: a pattern used by many capabilities compiles once.
+    let mut matchers = MatcherCache::default();
     for file in files {
         for skill in &file.skills {
             if let Some(first) = seen.get(skill.name.node.as_str()) {
@@ -49,7 +52,9 @@ pub fn compile_skills(
                 continue;
             }
             seen.insert(&skill.name.node, skill.name.span);
-            if let Some(compiled) = compile_skill(skill, sources, limits, &mut errors) {
+            if let Some(compiled) =
+                compile_skill_sharing(skill, sources, limits, &mut errors, &mut matchers)
+            {
                 skills.push(compiled);
             }
         }
@@ -67,6 +72,18 @@ pub fn compile_skill(
     sources: &SourceMap,
     limits: &Limits,
     errors: &mut Vec<CompileError>,
+) -> Option<CompiledSkill> {
+    compile_skill_sharing(skill, sources, limits, errors, &mut MatcherCache::default())
+}
+
+/// [`compile_skill`], building regexes through `matchers`, shared with the other skills of the
+/// set.
+fn compile_skill_sharing(
+    skill: &Skill,
+    sources: &SourceMap,
+    limits: &Limits,
+    errors: &mut Vec<CompileError>,
+    matchers: &mut MatcherCache,
 ) -> Option<CompiledSkill> {
     let before = errors.len();
     let version = match &skill.version {
@@ -159,7 +176,7 @@ pub fn compile_skill(
             .map_or(skill_risk, |r| check::check_risk(r, errors));
         let sensitivity =
             check::sensitivity(capability.sensitivity.as_ref()).unwrap_or(skill_sensitivity);
-        let emitter = emit::Emitter::new(pattern.as_ref(), sources, limits, errors);
+        let emitter = emit::Emitter::new(pattern.as_ref(), sources, limits, errors, matchers);
         let (program, rate_limits) = emitter.capability(&capability.constraints);
         let (Some(pattern), true) = (pattern, errors.len() == before) else {
             continue;

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::Matcher;
+use super::{Matcher, MatcherCache};
 
 fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
     Matcher::build(pattern, case_insensitive, 1 << 20)
@@ -182,4 +182,41 @@ fn anchoring_refuses_a_source_that_is_not_a_regex_on_its_own() {
         let matcher = Matcher::build(&anchored, false, 1 << 20).unwrap();
         assert_eq!(matcher.is_match(text), whole, "{source:?} on {text:?}");
     }
+}
+
+#[test]
+fn a_cache_builds_each_pattern_flag_and_limit_once_and_answers_as_a_fresh_build() {
+    let mut cache = MatcherCache::default();
+    for _ in 0..3 {
+        for (pattern, case_insensitive) in [
+            ("[^@]+@example\\.com", false),
+            ("a|b", false),
+            ("a|b", true),
+        ] {
+            let cached = cache.build(pattern, case_insensitive, 1 << 20).unwrap();
+            let fresh = matcher(pattern, case_insensitive);
+            assert_eq!(cached.has_shortcut(), fresh.has_shortcut(), "{pattern}");
+            for text in TEXTS.iter().chain(&["A", "B", "b"]) {
+                assert_eq!(
+                    cached.is_match(text),
+                    fresh.is_match(text),
+                    "`{pattern}` on {text:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(cache.len(), 3);
+    // Another size limit is another build, and a pattern over it fails at every use alike.
+    let limit = 64;
+    let too_big = "[a-z]{1000}";
+    let first = cache.build(too_big, false, limit).unwrap_err();
+    let again = cache.build(too_big, false, limit).unwrap_err();
+    assert_eq!(first.to_string(), again.to_string());
+    assert_eq!(
+        first.to_string(),
+        Matcher::build(too_big, false, limit)
+            .unwrap_err()
+            .to_string()
+    );
+    assert_eq!(cache.len(), 4);
 }
