@@ -1219,7 +1219,7 @@ fn a_regex_shared_by_capabilities_is_built_once_and_each_use_decides_and_fails_a
     for (skill, host) in [("a", "one"), ("a", "two"), ("b", "three")] {
         let call = |sku: &str| {
             let mut request =
-                Request::new(skill, "POST", &format!("https://{host}.example.com/items"));
+                Request::new(skill, "POST", format!("https://{host}.example.com/items"));
             request.payload = json!({ "sku": sku });
             engine.check(&request).decision
         };
