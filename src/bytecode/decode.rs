@@ -904,7 +904,10 @@ impl<'a> Reader<'a> {
         let translated = self.str("a translated schema pattern")?;
         // The same builder and limit as `compile::schema`; the stored pattern is already
         // translated.
-        let regex = Matcher::build(&translated, false, self.limits.max_regex_bytes)
+        let limit = self.limits.max_regex_bytes;
+        let regex = self
+            .matchers
+            .build(&translated, false, limit)
             .map_err(|e| self.malformed(format!("pattern `{source}` does not compile: {e}")))?;
         Ok(SchemaPattern { source, regex })
     }

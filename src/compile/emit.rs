@@ -462,9 +462,10 @@ impl<'a> Emitter<'a> {
                 return None;
             }
         };
-        match crate::compile::schema::compile_schema_with_regex_limit(
+        match crate::compile::schema::compile_schema_sharing(
             &schema.node,
             self.limits.max_regex_bytes,
+            self.matchers,
         ) {
             Ok(program) => {
                 let n = self.program.schemas.len();

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use crate::bytecode::matcher::Matcher;
+use crate::bytecode::matcher::MatcherCache;
 use crate::bytecode::schema::{
     Condition, ContainsRule, DEFAULT_SCHEMA_DEPTH_LIMIT, DEFAULT_SCHEMA_STEP_LIMIT, Decimal,
     Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, SchemaType,
@@ -111,12 +111,24 @@ pub fn compile_schema_with_regex_limit(
     schema: &Value,
     regex_limit: usize,
 ) -> Result<SchemaProgram, Vec<SchemaCompileError>> {
+    compile_schema_sharing(schema, regex_limit, &mut MatcherCache::default())
+}
+
+/// [`compile_schema_with_regex_limit`], building `pattern`s through `matchers`, the cache of
+/// the load the schema is part of.
+pub(crate) fn compile_schema_sharing(
+    schema: &Value,
+    regex_limit: usize,
+    matchers: &mut MatcherCache,
+) -> Result<SchemaProgram, Vec<SchemaCompileError>> {
     let mut compiler = Compiler {
         regex_limit,
+        matchers: std::mem::take(matchers),
         ..Compiler::default()
     };
     let mut pointer = String::new();
     let root = compiler.schema(schema, &mut pointer, true);
+    *matchers = std::mem::take(&mut compiler.matchers);
     compiler.resolve_refs(schema);
     if compiler.errors.is_empty() {
         compiler.reject_in_place_cycles();
@@ -159,6 +171,8 @@ struct Compiler {
     nesting: u32,
     /// The largest compiled size of a `pattern`.
     regex_limit: usize,
+    /// The regexes of the load this schema is compiled in (a pattern built once per load).
+    matchers: MatcherCache,
 }
 
 impl Default for Compiler {
@@ -172,6 +186,7 @@ impl Default for Compiler {
             nested_id_depth: 0,
             nesting: 0,
             regex_limit: SCHEMA_REGEX_SIZE_LIMIT,
+            matchers: MatcherCache::default(),
         }
     }
 }
@@ -537,7 +552,7 @@ impl Compiler {
                 return None;
             }
         };
-        match Matcher::build(&translated, false, self.regex_limit) {
+        match self.matchers.build(&translated, false, self.regex_limit) {
             Ok(regex) => Some(SchemaPattern {
                 source: source.to_owned(),
                 regex,
@@ -1000,6 +1015,38 @@ fn regex_error_reason(error: &regex::Error) -> (String, String) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn schemas_of_one_load_build_each_pattern_once() {
+        let mut matchers = MatcherCache::default();
+        let schema = json!({
+            "properties": {
+                "sku": { "type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$" },
+                "code": { "type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$" }
+            }
+        });
+        for _ in 0..3 {
+            let program = compile_schema_sharing(&schema, SCHEMA_REGEX_SIZE_LIMIT, &mut matchers)
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            assert!(crate::vm::schema::is_valid(
+                &program,
+                &json!({"sku": "ABC-1234"})
+            ));
+            assert!(!crate::vm::schema::is_valid(
+                &program,
+                &json!({"code": "abc-1234"})
+            ));
+        }
+        assert_eq!(matchers.len(), 1);
+        // A pattern over the limit is refused at each use, as without the cache.
+        let big = json!({ "properties": { "a": { "pattern": "[a-z]{1000}" }, "b": { "pattern": "[a-z]{1000}" } } });
+        let errors = compile_schema_sharing(&big, 64, &mut matchers).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(
+            errors,
+            compile_schema_with_regex_limit(&big, 64).unwrap_err()
+        );
+    }
 
     fn errors(schema: Value) -> Vec<SchemaCompileError> {
         compile_schema(&schema).unwrap_err()
