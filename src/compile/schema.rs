@@ -128,11 +128,12 @@ pub(crate) fn compile_schema_sharing(
     };
     let mut pointer = String::new();
     let root = compiler.schema(schema, &mut pointer, true);
-    *matchers = std::mem::take(&mut compiler.matchers);
     compiler.resolve_refs(schema);
     if compiler.errors.is_empty() {
         compiler.reject_in_place_cycles();
     }
+    // Back to the load, once the compiler is done with it.
+    *matchers = std::mem::take(&mut compiler.matchers);
     if compiler.errors.is_empty() {
         // INVARIANT (schema-arena): every id in `nodes` came from `push` on this arena, and
         // every `$ref` resolved to a registered location, so all ids index `nodes`.
