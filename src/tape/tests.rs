@@ -571,6 +571,22 @@ fn get_compares_decoded_keys() {
     assert_eq!(doc.root().get("ab").unwrap().raw(), b"1");
     assert_eq!(doc.root().get("c\"d").unwrap().raw(), b"2");
     assert!(doc.root().get("\\u0061b").is_none());
+    // Plain keys before, between and after escaped ones; a key absent from such an object.
+    let doc = tape
+        .parse(br#"{"a":0,"\u0062":1,"c":2,"d\/e":3,"f":4}"#, DEPTH)
+        .unwrap();
+    let root = doc.root();
+    for (key, value) in [
+        ("a", b"0"),
+        ("b", b"1"),
+        ("c", b"2"),
+        ("d/e", b"3"),
+        ("f", b"4"),
+    ] {
+        assert_eq!(root.get(key).unwrap().raw(), value, "{key}");
+    }
+    assert!(root.get("g").is_none());
+    assert!(root.get("d\\/e").is_none());
 }
 
 #[test]
