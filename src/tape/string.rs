@@ -1,11 +1,11 @@
 //! JSON strings on the tape: the one-pass scan that validates a string where it lies, and the
 //! lazy decoding of its escapes when a caller reads it.
 //!
-//! - [`scan_string`] finds a string's closing quote, 8 bytes at a time (SWAR over a `u64`) and
-//!   64 at a time in long strings (byte compares the compiler vectorises), stopping only at
-//!   `"`, `\`, control characters and (until the first one is seen) bytes ≥ 0x80; it checks
-//!   every escape as serde_json does and validates UTF-8 only for strings that hold a
-//!   non-ASCII byte.
+//! - [`scan_string`] finds a string's closing quote 16 bytes at a time (SSE2 compares and a
+//!   `pmovmskb` through `safe_arch`; two SWAR words over `u64`s on other targets) and 64 at a
+//!   time in long strings (byte compares the compiler vectorises), stopping only at `"`, `\`,
+//!   control characters and (until the first one is seen) bytes ≥ 0x80; it checks every escape
+//!   as serde_json does and validates UTF-8 only for strings that hold a non-ASCII byte.
 //! - [`Pieces`] walks a validated string body as raw runs and decoded escapes; [`DecodedBytes`]
 //!   flattens it to the decoded UTF-8 bytes, so keys compare and hash without allocating;
 //!   [`decode`] builds the owned string.
@@ -14,8 +14,22 @@ use super::ErrorKind;
 use super::usize_from;
 
 /// `0x01` in every byte of a `u64`.
+#[cfg_attr(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    cfg(test)
+)]
 const ONES: u64 = 0x0101_0101_0101_0101;
 /// The high bit of every byte of a `u64`.
+#[cfg_attr(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    cfg(test)
+)]
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// What a string scan found about the body between the quotes.
@@ -89,57 +103,62 @@ fn scan_string_rest(
 }
 
 /// The index of the first byte at or after `pos` that is `"`, `\`, below 0x20 or (when
-/// `STOP_ON_HIGH`) at least 0x80; `bytes.len()` when there is none. The first 8 bytes are one
-/// word (most strings and keys end there), the next 32 two 16-byte blocks of two words and one
-/// branch each; after that, 64 bytes per step with vector compares ([`any_special`]), and the
-/// 16-byte blocks again for the block that holds the byte and for the rest.
+/// `STOP_ON_HIGH`) at least 0x80; `bytes.len()` when there is none. The first 32 bytes are two
+/// 16-byte blocks of one branch each ([`special_in_block`]: keys, addresses and timestamps end
+/// there); after that, 64 bytes per step with vector compares ([`any_special`]), and the
+/// 16-byte blocks again for the block that holds the byte and for the rest. Under 16 bytes
+/// from the end of the input, a word of 8 and then byte by byte.
 #[inline(always)]
 fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
-    let rest = bytes.get(pos..).unwrap_or_default();
+    let mut after = bytes.get(pos..).unwrap_or_default();
     let mut at = pos;
-    let mut tail = rest;
-    if let Some((first, after)) = rest.split_first_chunk::<8>() {
-        let hits = special::<STOP_ON_HIGH>(u64::from_le_bytes(*first));
-        if hits != 0 {
-            return at + usize_from(hits.trailing_zeros() / 8);
+    for _ in 0..2 {
+        let Some((block, rest)) = after.split_first_chunk::<16>() else {
+            return find_special_in_tail::<STOP_ON_HIGH>(bytes, at);
+        };
+        if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
+            return at + found;
         }
-        at += 8;
-        // Two 16-byte blocks: keys, addresses and timestamps (up to 40 bytes) end here.
-        let mut after = after;
-        for _ in 0..2 {
-            let Some((block, rest)) = after.split_first_chunk::<16>() else {
-                break;
-            };
-            if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
-                return at + found;
-            }
-            at += 16;
-            after = rest;
-        }
-        // Longer strings: 64 bytes per step, each step a yes/no that compiles to vector
-        // compares; the 16-byte loop below then finds the exact byte in the block that says yes.
-        while let Some((block, rest)) = after.split_first_chunk::<64>() {
-            if any_special::<STOP_ON_HIGH>(block) {
-                break;
-            }
-            at += 64;
-            after = rest;
-        }
-        let mut blocks = after.chunks_exact(16);
-        for block in &mut blocks {
-            let Some(block) = block.first_chunk::<16>() else {
-                // Unreachable (a block is 16 bytes). Stop here rather than skip the block: the
-                // caller then examines the byte at `at` itself and scans on from there.
-                return at;
-            };
-            if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
-                return at + found;
-            }
-            at += 16;
-        }
-        tail = blocks.remainder();
+        at += 16;
+        after = rest;
     }
-    for &byte in tail {
+    // Longer strings: 64 bytes per step, each step a yes/no that compiles to vector compares;
+    // the 16-byte loop below then finds the exact byte in the block that says yes.
+    while let Some((block, rest)) = after.split_first_chunk::<64>() {
+        if any_special::<STOP_ON_HIGH>(block) {
+            break;
+        }
+        at += 64;
+        after = rest;
+    }
+    while let Some((block, rest)) = after.split_first_chunk::<16>() {
+        if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
+            return at + found;
+        }
+        at += 16;
+        after = rest;
+    }
+    find_special_in_tail::<STOP_ON_HIGH>(bytes, at)
+}
+
+/// [`find_special`] from `at`, fewer than 16 bytes from the end of `bytes`: the input's last 16
+/// bytes as one block, the bytes before `at` masked off (a string that ends the input, as a
+/// request's last member often does, was scanned a word and then a byte at a time); byte by
+/// byte in an input shorter than 16 bytes.
+#[inline(always)]
+fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> usize {
+    if let Some(start) = bytes.len().checked_sub(16)
+        && let Some(block) = bytes.get(start..).and_then(|b| b.first_chunk::<16>())
+    {
+        // `at` lies in the block (it is under 16 bytes from the end): `skip` is below 16.
+        let skip = at.saturating_sub(start);
+        return match special_in_block_from::<STOP_ON_HIGH>(block, skip) {
+            Some(found) => start + found,
+            None => bytes.len(),
+        };
+    }
+    let mut at = at;
+    for &byte in bytes.get(at..).unwrap_or_default() {
         if is_special::<STOP_ON_HIGH>(byte) {
             break;
         }
@@ -173,9 +192,112 @@ fn is_special<const STOP_ON_HIGH: bool>(byte: u8) -> bool {
 }
 
 /// The offset of the first byte of `block` that is `"`, `\`, below 0x20 or (when
-/// `STOP_ON_HIGH`) at least 0x80: two words, one branch when there is none.
+/// `STOP_ON_HIGH`) at least 0x80, one branch when there is none. With SSE2 (every x86-64): three
+/// byte compares and a `pmovmskb` for the 16 bytes, through `safe_arch`'s safe wrappers (the
+/// two SWAR words of [`special_in_words`] cost ~2x the instructions, and most of a request's
+/// parse is this scan); elsewhere, the words.
+#[cfg(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+))]
 #[inline(always)]
 fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
+    first_bit(special_mask::<STOP_ON_HIGH>(block))
+}
+
+/// [`special_in_block`] from offset `skip` (below 16) of `block` on: the bytes before it are
+/// not looked at.
+#[cfg(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+))]
+#[inline(always)]
+fn special_in_block_from<const STOP_ON_HIGH: bool>(block: &[u8; 16], skip: usize) -> Option<usize> {
+    // Below 16, so the shift keeps the bytes from `skip` on; past it (impossible) keeps none,
+    // and the caller then finds the string unterminated: refused, never let through.
+    let keep = u32::try_from(skip)
+        .ok()
+        .and_then(|skip| u32::MAX.checked_shl(skip))
+        .unwrap_or(0);
+    first_bit(special_mask::<STOP_ON_HIGH>(block) & keep)
+}
+
+/// The offset of the lowest set bit of `mask`, if any.
+#[cfg(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+))]
+#[inline(always)]
+fn first_bit(mask: u32) -> Option<usize> {
+    (mask != 0).then(|| usize_from(mask.trailing_zeros()))
+}
+
+/// A bit per byte of `block` (the first byte lowest) set when the byte is `"`, `\`, below 0x20
+/// or (when `STOP_ON_HIGH`) at least 0x80: three byte compares and a `pmovmskb`, through
+/// `safe_arch`'s safe wrappers of the SSE2 intrinsics.
+#[cfg(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+))]
+#[inline(always)]
+fn special_mask<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> u32 {
+    use safe_arch::{
+        bitandnot_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
+        move_mask_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
+    };
+    let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
+    let bytes = load_unaligned_m128i(block);
+    // Signed, every byte ≥ 0x80 is below 0x20 too: the controls and the high bytes at once.
+    let low = cmp_lt_mask_i8_m128i(bytes, splat(0x20));
+    let outside = if STOP_ON_HIGH {
+        low
+    } else {
+        // Without the high bytes (negative when signed).
+        bitandnot_m128i(cmp_lt_mask_i8_m128i(bytes, zeroed_m128i()), low)
+    };
+    let hits = cmp_eq_mask_i8_m128i(bytes, splat(b'"'))
+        | cmp_eq_mask_i8_m128i(bytes, splat(b'\\'))
+        | outside;
+    // The upper 16 bits are zero.
+    u32::from_ne_bytes(move_mask_i8_m128i(hits).to_ne_bytes())
+}
+
+/// [`special_in_block`] without SSE2.
+#[cfg(not(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+)))]
+#[inline(always)]
+fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
+    special_in_words::<STOP_ON_HIGH>(block)
+}
+
+/// [`special_in_block`] from offset `skip` (below 16) of `block` on, without SSE2: the bytes
+/// before it are replaced by one no scan stops at (the words' hits past the first are not
+/// exact, so they cannot be masked off afterwards).
+#[cfg(not(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    target_feature = "sse2"
+)))]
+#[inline(always)]
+fn special_in_block_from<const STOP_ON_HIGH: bool>(block: &[u8; 16], skip: usize) -> Option<usize> {
+    let mut block = *block;
+    for byte in block.iter_mut().take(skip) {
+        *byte = b'a';
+    }
+    special_in_words::<STOP_ON_HIGH>(&block)
+}
+
+/// [`special_in_block`] as two SWAR words ([`special`]).
+#[cfg_attr(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    cfg(test)
+)]
+#[inline(always)]
+fn special_in_words<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
     let (low, high) = block.split_at(8);
     // A half that is not 8 bytes (impossible) reads as NUL bytes, which are special for both
     // kinds of scan: the scan stops there and the caller examines the byte itself.
@@ -206,6 +328,13 @@ fn any_special<const STOP_ON_HIGH: bool>(block: &[u8; 64]) -> bool {
 
 /// The high bit of each byte of `word` that is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at
 /// least 0x80; the lowest set bit is exact.
+#[cfg_attr(
+    all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ),
+    cfg(test)
+)]
 #[inline(always)]
 fn special<const STOP_ON_HIGH: bool>(word: u64) -> u64 {
     let quote = word ^ (ONES * u64::from(b'"'));
@@ -485,6 +614,67 @@ mod tests {
             5,
             "a start past the end finds nothing"
         );
+    }
+
+    #[test]
+    fn the_scan_near_the_end_of_the_input_ignores_special_bytes_before_its_start() {
+        // The last 16 bytes are read as one block from the input's end, whatever the scan's
+        // start: a special byte before the start but in that block must not be found.
+        fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> usize {
+            let stops = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (stop_on_high && b >= 0x80);
+            (pos..bytes.len())
+                .find(|&i| bytes.get(i).is_some_and(|&b| stops(b)))
+                .unwrap_or(bytes.len())
+        }
+        for len in 0..48 {
+            for special in [b'"', b'\\', 0x00, 0x1f, 0x7f, 0x80, 0xC3, 0xff] {
+                for at in 0..len {
+                    let mut body = vec![b'x'; len];
+                    body[at] = special;
+                    for start in 0..=len {
+                        assert_eq!(
+                            find_special::<true>(&body, start),
+                            reference(&body, start, true),
+                            "{len} {special:#x} at {at} from {start}"
+                        );
+                        assert_eq!(
+                            find_special::<false>(&body, start),
+                            reference(&body, start, false),
+                            "{len} {special:#x} at {at} from {start}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse2"
+    ))]
+    #[test]
+    fn the_vector_block_scan_agrees_with_the_swar_words_for_every_byte_at_every_position() {
+        for byte in 0..=u8::MAX {
+            for at in 0..16 {
+                let mut block = [b'y'; 16];
+                block[at] = byte;
+                // And a second special byte later, which must not be the one found.
+                let mut two = block;
+                two[15] = b'"';
+                for block in [block, two] {
+                    assert_eq!(
+                        special_in_block::<true>(&block),
+                        special_in_words::<true>(&block),
+                        "{byte:#x} at {at}"
+                    );
+                    assert_eq!(
+                        special_in_block::<false>(&block),
+                        special_in_words::<false>(&block),
+                        "{byte:#x} at {at}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
