@@ -157,10 +157,10 @@ impl Engine {
     }
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
-        self.with_policy(
-            |policy, names| self.decide_in(policy.skill(request.skill), names, request),
-            || self.policy_unreadable(request),
-        )
+        self.with_policy(|policy, names| {
+            self.decide_in(policy.skill(request.skill), names, request)
+        })
+        .unwrap_or_else(|| self.policy_unreadable(request))
     }
 
     /// [`Engine::decide`], and the revision of the named skill in the policy that decided (for
@@ -170,16 +170,14 @@ impl Engine {
         &self,
         request: &RequestView<'r, J>,
     ) -> (Decision, Option<u64>) {
-        self.with_policy(
-            |policy, names| {
-                let skill = policy.skill(request.skill);
-                (
-                    self.decide_in(skill, names, request),
-                    skill.map(|skill| skill.revision),
-                )
-            },
-            || (self.policy_unreadable(request), None),
-        )
+        self.with_policy(|policy, names| {
+            let skill = policy.skill(request.skill);
+            (
+                self.decide_in(skill, names, request),
+                skill.map(|skill| skill.revision),
+            )
+        })
+        .unwrap_or_else(|| (self.policy_unreadable(request), None))
     }
 
     /// The deny when `with_policy` could not run (unreachable by construction); never an allow.

@@ -451,52 +451,37 @@ impl Engine {
 
     /// Runs `f` on the current policy. On the hot path it reads this thread's snapshot, checked
     /// against the reload generation with one atomic load; after a reload (or on a thread's
-    /// first call) the snapshot is refreshed from the lock. Without a usable snapshot (a nested
-    /// decision while this thread refreshes one, or thread-local storage torn down at thread
-    /// exit) `f` runs on the policy read from the lock, with the policy's own names.
-    /// `unreadable()` answers only if `f` could not be run, which the construction below rules
-    /// out; callers fail closed in it anyway.
-    ///
-    /// `f`'s result comes back as it is, not through `Option`s: each wrapper was a copy of the
-    /// decision just written, and such copies stall on the stores they read (as in
-    /// [`Engine::check_slice`]).
-    pub(crate) fn with_policy<R>(
-        &self,
-        f: impl FnOnce(&PolicySet, &LocalNames) -> R,
-        unreadable: impl FnOnce() -> R,
-    ) -> R {
+    /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
+    /// which the construction below rules out; callers fail closed on it anyway.
+    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet, &LocalNames) -> R) -> Option<R> {
         let generation = self.generation.load(Ordering::Acquire);
-        // Checked first, so that `f` can move into the closure below: storage gone on this
-        // thread (at its exit) does not come back.
-        if SNAPSHOTS.try_with(|_| ()).is_err() {
-            return f(&self.policy(), &LocalNames::shared());
-        }
-        let decided = SNAPSHOTS.try_with(move |cell| {
-            if let Ok(mut snapshots) = cell.try_borrow_mut()
-                && !snapshots
+        // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
+        let mut slot = Some(f);
+        let ran = SNAPSHOTS
+            .try_with(|cell| {
+                if let Ok(mut snapshots) = cell.try_borrow_mut()
+                    && !snapshots
+                        .iter()
+                        .any(|s| s.engine == self.id && s.generation == generation)
+                {
+                    self.refresh_snapshot(&mut snapshots, generation);
+                }
+                // The mutable borrow above has ended, so a nested decision on this thread (an
+                // audit sink calling the engine) can read the snapshot too.
+                let snapshots = cell.try_borrow().ok()?;
+                let snapshot = snapshots
                     .iter()
-                    .any(|s| s.engine == self.id && s.generation == generation)
-            {
-                self.refresh_snapshot(&mut snapshots, generation);
-            }
-            // The mutable borrow above has ended, so a nested decision on this thread (an
-            // audit sink calling the engine) can read the snapshot too.
-            let snapshots = cell.try_borrow().ok();
-            match snapshots.as_ref().and_then(|snapshots| {
-                snapshots
-                    .iter()
-                    .find(|s| s.engine == self.id && s.generation == generation)
-            }) {
-                Some(snapshot) => f(&snapshot.policy, &snapshot.names),
-                // Borrowed by a refresh this decision is nested in: the lock, and the
-                // policy's own names.
-                None => f(&self.policy(), &LocalNames::shared()),
-            }
-        });
-        match decided {
-            Ok(result) => result,
-            // Unreachable: storage was there a moment ago on this thread.
-            Err(_) => unreadable(),
+                    .find(|s| s.engine == self.id && s.generation == generation)?;
+                slot.take().map(|f| f(&snapshot.policy, &snapshot.names))
+            })
+            .ok()
+            .flatten();
+        match (ran, slot.take()) {
+            (Some(result), _) => Some(result),
+            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock,
+            // and carry the policy's own names.
+            (None, Some(f)) => Some(f(&self.policy(), &LocalNames::shared())),
+            (None, None) => None,
         }
     }
 
@@ -824,10 +809,9 @@ impl Engine {
         ));
         if let Some(sink) = &self.audit {
             let request = Request::new(&*decision.skill, named.operation, named.resource);
-            let revision = self.with_policy(
-                |policy, _| policy.skill(&decision.skill).map(|s| s.revision),
-                || None,
-            );
+            let revision = self
+                .with_policy(|policy, _| policy.skill(&decision.skill).map(|s| s.revision))
+                .flatten();
             self.audit_record(sink.as_ref(), &request.view(), &decision, revision);
         }
         decision
