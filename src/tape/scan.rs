@@ -239,27 +239,28 @@ impl Parser<'_> {
     /// earlier keys, and the `:` after it, leaving `pos` just after the `:`.
     #[inline(always)]
     fn key(&mut self) -> Result<(), Fault> {
-        // The expected byte first: whitespace is looked for only when it is not there.
-        if self.bytes.get(self.pos) != Some(&b'"') {
-            self.skip_whitespace();
-            match self.bytes.get(self.pos) {
-                Some(b'"') => {}
-                Some(_) => return Err((self.pos, ErrorKind::ExpectedKey)),
-                None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
-            }
-        }
+        self.expect(b'"', ErrorKind::ExpectedKey)?;
         let key = self.string()?;
         self.check_duplicate(key)?;
-        if self.bytes.get(self.pos) != Some(&b':') {
+        self.expect(b':', ErrorKind::ExpectedColon)?;
+        // Whitespace before the value is skipped by the value's dispatch.
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Leaves `pos` at `expected`, past any whitespace before it; `missing` where another byte
+    /// stands. The expected byte is tested first: whitespace is looked for only when it is not
+    /// there.
+    #[inline(always)]
+    fn expect(&mut self, expected: u8, missing: ErrorKind) -> Result<(), Fault> {
+        if self.bytes.get(self.pos) != Some(&expected) {
             self.skip_whitespace();
             match self.bytes.get(self.pos) {
-                Some(b':') => {}
-                Some(_) => return Err((self.pos, ErrorKind::ExpectedColon)),
+                Some(&byte) if byte == expected => {}
+                Some(_) => return Err((self.pos, missing)),
                 None => return Err((self.pos, ErrorKind::UnexpectedEnd)),
             }
         }
-        // Whitespace before the value is skipped by the value's dispatch.
-        self.pos += 1;
         Ok(())
     }
 

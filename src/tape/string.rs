@@ -10,27 +10,10 @@
 //!   flattens it to the decoded UTF-8 bytes, so keys compare and hash without allocating;
 //!   [`decode`] builds the owned string.
 
-use super::ErrorKind;
-use super::usize_from;
+mod block;
 
-/// `0x01` in every byte of a `u64`.
-#[cfg_attr(
-    all(
-        any(target_arch = "x86", target_arch = "x86_64"),
-        target_feature = "sse2"
-    ),
-    cfg(test)
-)]
-const ONES: u64 = 0x0101_0101_0101_0101;
-/// The high bit of every byte of a `u64`.
-#[cfg_attr(
-    all(
-        any(target_arch = "x86", target_arch = "x86_64"),
-        target_feature = "sse2"
-    ),
-    cfg(test)
-)]
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+use super::ErrorKind;
+use block::{special_in_block, special_in_block_from};
 
 /// What a string scan found about the body between the quotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,131 +174,6 @@ fn is_special<const STOP_ON_HIGH: bool>(byte: u8) -> bool {
     (byte == b'"') | (byte == b'\\') | outside
 }
 
-/// The offset of the first byte of `block` that is `"`, `\`, below 0x20 or (when
-/// `STOP_ON_HIGH`) at least 0x80, one branch when there is none. With SSE2 (every x86-64): three
-/// byte compares and a `pmovmskb` for the 16 bytes, through `safe_arch`'s safe wrappers (the
-/// two SWAR words of [`special_in_words`] cost ~2x the instructions, and most of a request's
-/// parse is this scan); elsewhere, the words.
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-))]
-#[inline(always)]
-fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
-    first_bit(special_mask::<STOP_ON_HIGH>(block))
-}
-
-/// [`special_in_block`] from offset `skip` (below 16) of `block` on: the bytes before it are
-/// not looked at.
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-))]
-#[inline(always)]
-fn special_in_block_from<const STOP_ON_HIGH: bool>(block: &[u8; 16], skip: usize) -> Option<usize> {
-    // Below 16, so the shift keeps the bytes from `skip` on; past it (impossible) keeps none,
-    // and the caller then finds the string unterminated: refused, never let through.
-    let keep = u32::try_from(skip)
-        .ok()
-        .and_then(|skip| u32::MAX.checked_shl(skip))
-        .unwrap_or(0);
-    first_bit(special_mask::<STOP_ON_HIGH>(block) & keep)
-}
-
-/// The offset of the lowest set bit of `mask`, if any.
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-))]
-#[inline(always)]
-fn first_bit(mask: u32) -> Option<usize> {
-    (mask != 0).then(|| usize_from(mask.trailing_zeros()))
-}
-
-/// A bit per byte of `block` (the first byte lowest) set when the byte is `"`, `\`, below 0x20
-/// or (when `STOP_ON_HIGH`) at least 0x80: three byte compares and a `pmovmskb`, through
-/// `safe_arch`'s safe wrappers of the SSE2 intrinsics.
-#[cfg(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-))]
-#[inline(always)]
-fn special_mask<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> u32 {
-    use safe_arch::{
-        bitandnot_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
-        move_mask_i8_m128i, set_splat_i8_m128i, zeroed_m128i,
-    };
-    let splat = |byte: u8| set_splat_i8_m128i(i8::from_ne_bytes([byte]));
-    let bytes = load_unaligned_m128i(block);
-    // Signed, every byte ≥ 0x80 is below 0x20 too: the controls and the high bytes at once.
-    let low = cmp_lt_mask_i8_m128i(bytes, splat(0x20));
-    let outside = if STOP_ON_HIGH {
-        low
-    } else {
-        // Without the high bytes (negative when signed).
-        bitandnot_m128i(cmp_lt_mask_i8_m128i(bytes, zeroed_m128i()), low)
-    };
-    let hits = cmp_eq_mask_i8_m128i(bytes, splat(b'"'))
-        | cmp_eq_mask_i8_m128i(bytes, splat(b'\\'))
-        | outside;
-    // The upper 16 bits are zero.
-    u32::from_ne_bytes(move_mask_i8_m128i(hits).to_ne_bytes())
-}
-
-/// [`special_in_block`] without SSE2.
-#[cfg(not(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-)))]
-#[inline(always)]
-fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
-    special_in_words::<STOP_ON_HIGH>(block)
-}
-
-/// [`special_in_block`] from offset `skip` (below 16) of `block` on, without SSE2: the bytes
-/// before it are replaced by one no scan stops at (the words' hits past the first are not
-/// exact, so they cannot be masked off afterwards).
-#[cfg(not(all(
-    any(target_arch = "x86", target_arch = "x86_64"),
-    target_feature = "sse2"
-)))]
-#[inline(always)]
-fn special_in_block_from<const STOP_ON_HIGH: bool>(block: &[u8; 16], skip: usize) -> Option<usize> {
-    let mut block = *block;
-    for byte in block.iter_mut().take(skip) {
-        *byte = b'a';
-    }
-    special_in_words::<STOP_ON_HIGH>(&block)
-}
-
-/// [`special_in_block`] as two SWAR words ([`special`]).
-#[cfg_attr(
-    all(
-        any(target_arch = "x86", target_arch = "x86_64"),
-        target_feature = "sse2"
-    ),
-    cfg(test)
-)]
-#[inline(always)]
-fn special_in_words<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<usize> {
-    let (low, high) = block.split_at(8);
-    // A half that is not 8 bytes (impossible) reads as NUL bytes, which are special for both
-    // kinds of scan: the scan stops there and the caller examines the byte itself.
-    let word = |half: &[u8]| <[u8; 8]>::try_from(half).map_or(0, u64::from_le_bytes);
-    let (low, high) = (
-        special::<STOP_ON_HIGH>(word(low)),
-        special::<STOP_ON_HIGH>(word(high)),
-    );
-    if low | high == 0 {
-        return None;
-    }
-    Some(if low != 0 {
-        usize_from(low.trailing_zeros() / 8)
-    } else {
-        8 + usize_from(high.trailing_zeros() / 8)
-    })
-}
-
 /// Whether any byte of `block` is special ([`is_special`]). A branch-free OR over the bytes, so
 /// the compiler emits vector compares (with x86-64's baseline SSE2: four loads, twelve compares
 /// and one `pmovmskb` for the 64 bytes).
@@ -324,32 +182,6 @@ fn any_special<const STOP_ON_HIGH: bool>(block: &[u8; 64]) -> bool {
     block
         .iter()
         .fold(false, |any, &byte| any | is_special::<STOP_ON_HIGH>(byte))
-}
-
-/// The high bit of each byte of `word` that is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at
-/// least 0x80; the lowest set bit is exact.
-#[cfg_attr(
-    all(
-        any(target_arch = "x86", target_arch = "x86_64"),
-        target_feature = "sse2"
-    ),
-    cfg(test)
-)]
-#[inline(always)]
-fn special<const STOP_ON_HIGH: bool>(word: u64) -> u64 {
-    let quote = word ^ (ONES * u64::from(b'"'));
-    let backslash = word ^ (ONES * u64::from(b'\\'));
-    // Each subtraction sets a byte's high bit when that byte is below 0x20 / equals `"` /
-    // equals `\`; a borrow can only flag bytes *after* the first true hit, so the lowest
-    // flagged byte is exact. Bytes ≥ 0x80 carry their own high bit: either counted as a
-    // hit or masked out.
-    let candidates =
-        word.wrapping_sub(ONES * 0x20) | quote.wrapping_sub(ONES) | backslash.wrapping_sub(ONES);
-    if STOP_ON_HIGH {
-        (candidates | word) & HIGHS
-    } else {
-        candidates & !word & HIGHS
-    }
 }
 
 /// Checks the escape whose backslash is at `pos`; returns the index just after it.
@@ -616,62 +448,40 @@ mod tests {
         );
     }
 
+    /// The first byte at or after `pos` that [`find_special`] must stop at, one byte at a time.
+    fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> usize {
+        let stops = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (stop_on_high && b >= 0x80);
+        (pos..bytes.len())
+            .find(|&i| bytes.get(i).is_some_and(|&b| stops(b)))
+            .unwrap_or(bytes.len().max(pos))
+    }
+
+    /// Both kinds of scan of `body` from `start` agree with [`reference`].
+    fn assert_scans_agree(body: &[u8], start: usize, label: &str) {
+        assert_eq!(
+            find_special::<true>(body, start),
+            reference(body, start, true),
+            "{label} from {start}"
+        );
+        assert_eq!(
+            find_special::<false>(body, start),
+            reference(body, start, false),
+            "{label} from {start}"
+        );
+    }
+
     #[test]
     fn the_scan_near_the_end_of_the_input_ignores_special_bytes_before_its_start() {
         // The last 16 bytes are read as one block from the input's end, whatever the scan's
         // start: a special byte before the start but in that block must not be found.
-        fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> usize {
-            let stops = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (stop_on_high && b >= 0x80);
-            (pos..bytes.len())
-                .find(|&i| bytes.get(i).is_some_and(|&b| stops(b)))
-                .unwrap_or(bytes.len())
-        }
         for len in 0..48 {
             for special in [b'"', b'\\', 0x00, 0x1f, 0x7f, 0x80, 0xC3, 0xff] {
                 for at in 0..len {
                     let mut body = vec![b'x'; len];
                     body[at] = special;
                     for start in 0..=len {
-                        assert_eq!(
-                            find_special::<true>(&body, start),
-                            reference(&body, start, true),
-                            "{len} {special:#x} at {at} from {start}"
-                        );
-                        assert_eq!(
-                            find_special::<false>(&body, start),
-                            reference(&body, start, false),
-                            "{len} {special:#x} at {at} from {start}"
-                        );
+                        assert_scans_agree(&body, start, &format!("{len} {special:#x} at {at}"));
                     }
-                }
-            }
-        }
-    }
-
-    #[cfg(all(
-        any(target_arch = "x86", target_arch = "x86_64"),
-        target_feature = "sse2"
-    ))]
-    #[test]
-    fn the_vector_block_scan_agrees_with_the_swar_words_for_every_byte_at_every_position() {
-        for byte in 0..=u8::MAX {
-            for at in 0..16 {
-                let mut block = [b'y'; 16];
-                block[at] = byte;
-                // And a second special byte later, which must not be the one found.
-                let mut two = block;
-                two[15] = b'"';
-                for block in [block, two] {
-                    assert_eq!(
-                        special_in_block::<true>(&block),
-                        special_in_words::<true>(&block),
-                        "{byte:#x} at {at}"
-                    );
-                    assert_eq!(
-                        special_in_block::<false>(&block),
-                        special_in_words::<false>(&block),
-                        "{byte:#x} at {at}"
-                    );
                 }
             }
         }
@@ -679,27 +489,12 @@ mod tests {
 
     #[test]
     fn the_scan_agrees_with_a_byte_by_byte_reference_for_every_byte_at_every_position() {
-        fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> usize {
-            let stops = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (stop_on_high && b >= 0x80);
-            (pos..bytes.len())
-                .find(|&i| bytes.get(i).is_some_and(|&b| stops(b)))
-                .unwrap_or(bytes.len().max(pos))
-        }
         for byte in 0..=u8::MAX {
             for at in (0..200).step_by(3) {
                 let mut body = vec![b'x'; 260];
                 body[at] = byte;
                 for start in [0, 1, 5] {
-                    assert_eq!(
-                        find_special::<true>(&body, start),
-                        reference(&body, start, true),
-                        "{byte:#x} at {at} from {start}"
-                    );
-                    assert_eq!(
-                        find_special::<false>(&body, start),
-                        reference(&body, start, false),
-                        "{byte:#x} at {at} from {start}"
-                    );
+                    assert_scans_agree(&body, start, &format!("{byte:#x} at {at}"));
                 }
             }
         }
