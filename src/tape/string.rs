@@ -90,7 +90,7 @@ fn scan_string_rest(
 /// 16-byte blocks of one branch each ([`special_in_block`]: keys, addresses and timestamps end
 /// there); after that, 64 bytes per step with vector compares ([`any_special`]), and the
 /// 16-byte blocks again for the block that holds the byte and for the rest. Under 16 bytes
-/// from the end of the input, a word of 8 and then byte by byte.
+/// from the end of the input, the input's last 16 bytes ([`find_special_in_tail`]).
 #[inline(always)]
 fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
     let mut after = bytes.get(pos..).unwrap_or_default();
@@ -126,8 +126,8 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
 
 /// [`find_special`] from `at`, fewer than 16 bytes from the end of `bytes`: the input's last 16
 /// bytes as one block, the bytes before `at` masked off (a string that ends the input, as a
-/// request's last member often does, was scanned a word and then a byte at a time); byte by
-/// byte in an input shorter than 16 bytes.
+/// request's last member often does, ends in this block); byte by byte in an input shorter
+/// than 16 bytes.
 #[inline(always)]
 fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> usize {
     if let Some(start) = bytes.len().checked_sub(16)
@@ -153,8 +153,8 @@ fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> us
 /// Whether `bytes` holds a byte a JSON string must escape (`"`, `\` or a control character):
 /// the tape's test for the end of a plain run ([`is_special`]), for code that writes JSON
 /// strings. A branch-free OR over the bytes (vector compares): for the short strings it is
-/// meant for, cheaper than [`find_special`]'s word-then-block walk (+124 instructions per
-/// audit record measured that way).
+/// meant for, cheaper than [`find_special`]'s walk (+124 instructions per audit record
+/// measured with its earlier word-then-block form).
 pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
     bytes
         .iter()

@@ -4,7 +4,7 @@
 //! With SSE2 (every x86-64) it is three byte compares and a `pmovmskb`, through `safe_arch`'s
 //! safe wrappers of the intrinsics (this crate denies `unsafe`): the two SWAR words it replaced
 //! cost about twice the instructions, and most of a request's parse is this scan. Elsewhere it is
-//! the two SWAR words ([`words`]), which the tests also hold to the vector version on x86.
+//! the two SWAR words (module `words`), which the tests also hold to the vector version on x86.
 
 #[cfg(all(
     any(target_arch = "x86", target_arch = "x86_64"),
