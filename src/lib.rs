@@ -9,6 +9,7 @@ pub mod format;
 pub mod limits;
 pub mod lint;
 pub mod manifest;
+pub mod name;
 #[cfg(feature = "reference")]
 pub mod reference;
 pub mod runtime;
@@ -26,6 +27,7 @@ pub use engine::{
     PolicyLoader, PolicySet, Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
 };
 pub use limits::Limits;
+pub use name::Name;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
 pub use vm::parse_timestamp;

@@ -50,6 +50,7 @@ use super::schema::{
 use super::verify::{VerifyError, verify};
 use super::window::{CompiledWindow, DayInterval, MINUTES_PER_DAY, WindowRule};
 use crate::limits::Limits;
+use crate::name::Name;
 use crate::span::Location;
 use crate::value::Segment;
 
@@ -410,7 +411,7 @@ impl<'a> Reader<'a> {
     }
 
     fn skill(&mut self) -> Result<CompiledSkill, CapcError> {
-        let name: Arc<str> = self.str("a skill name")?.into();
+        let name = Name::interned(&self.str("a skill name")?);
         self.place = format!("skill `{name}`");
         let version = self.str("a skill version")?;
         let hash = self.opt_str("a skill hash")?;
@@ -450,7 +451,7 @@ impl<'a> Reader<'a> {
     }
 
     fn capability(&mut self, skill: &str) -> Result<CompiledCapability, CapcError> {
-        let name: Arc<str> = self.str("a capability name")?.into();
+        let name = Name::interned(&self.str("a capability name")?);
         self.place = format!("skill `{skill}` capability `{name}`");
         let location = self.location()?;
         let kind = self.usize("a resource kind")?;

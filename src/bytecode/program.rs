@@ -8,7 +8,7 @@
 //!
 //! Everything here is immutable after construction and `Send + Sync`.
 
-use std::sync::Arc;
+use crate::name::Name;
 
 use serde_json::Value;
 
@@ -269,8 +269,8 @@ pub enum SensitivityLevel {
 /// One compiled capability.
 #[derive(Debug, Clone)]
 pub struct CompiledCapability {
-    /// Its name.
-    pub name: Arc<str>,
+    /// Its name, interned (a decision carries a copy).
+    pub name: Name,
     /// Where it was declared.
     pub location: Option<Location>,
     /// The resource template.
@@ -303,8 +303,8 @@ impl CompiledCapability {
 /// One compiled skill.
 #[derive(Debug, Clone)]
 pub struct CompiledSkill {
-    /// The skill name.
-    pub name: Arc<str>,
+    /// The skill name, interned (a decision carries a copy).
+    pub name: Name,
     /// `version`.
     pub version: String,
     /// `hash` (contentHash), compared with a request's `skill_hash`.

@@ -13,7 +13,6 @@ pub mod error;
 pub mod schema;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 pub use check::is_read_verb;
 pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
@@ -25,6 +24,7 @@ use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLev
 use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
 use crate::limits::Limits;
+use crate::name::Name;
 use crate::span::SourceMap;
 use crate::syntax::ast::{PolicyFile, Skill};
 
@@ -183,7 +183,7 @@ fn compile_skill_sharing(
         };
         match verify(program) {
             Ok(program) => capabilities.push(CompiledCapability {
-                name: Arc::from(capability.name.node.as_str()),
+                name: Name::interned(&capability.name.node),
                 location: Some(sources.location(capability.name.span)),
                 resource: pattern,
                 operations: capability
@@ -208,7 +208,7 @@ fn compile_skill_sharing(
         return None;
     }
     Some(CompiledSkill {
-        name: Arc::from(skill.name.node.as_str()),
+        name: Name::interned(&skill.name.node),
         version,
         hash: skill.hash.as_ref().map(|h| h.node.clone()),
         signer: skill.signer.as_ref().map(|s| s.node.clone()),

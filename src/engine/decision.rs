@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::name::Name;
+
 /// The three outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -143,7 +145,7 @@ impl fmt::Display for ReasonKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reason {
     /// The capability this reason is about (`null` for request-level reasons).
-    pub capability: Option<Arc<str>>,
+    pub capability: Option<Name>,
     /// What failed.
     pub constraint: ReasonKind,
     /// The concrete path of the offending value, when there is one.
@@ -173,9 +175,9 @@ pub struct Decision {
     /// What the caller must do. In observe mode this is always `allow`.
     pub decision: Verdict,
     /// The skill the request named.
-    pub skill: Arc<str>,
+    pub skill: Name,
     /// On allow (and approval_required), the capability that decided.
-    pub capability: Option<Arc<str>>,
+    pub capability: Option<Name>,
     /// On allow, the grant consumed, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<Arc<str>>,
@@ -188,7 +190,7 @@ pub struct Decision {
 
 impl Decision {
     /// A deny with the given reasons.
-    pub fn deny(skill: Arc<str>, reasons: Vec<Reason>) -> Self {
+    pub fn deny(skill: Name, reasons: Vec<Reason>) -> Self {
         Decision {
             decision: Verdict::Deny,
             skill,

@@ -21,15 +21,16 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
 use super::rate_key::rate_key;
 use super::request::Request;
 use super::view::RequestView;
-use super::{Engine, LocalNames};
 use crate::bytecode::index::{CheckIdx, lookup};
 use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
 };
+use crate::name::Name;
 use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
     LifetimeBound, RateCharge, RateSpec, Revocation, StateStore,
@@ -43,7 +44,7 @@ use crate::vm::{Input, Json, Outcome, TestReport, Tracer, VmError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CandidateTrace {
     /// The capability.
-    pub capability: Arc<str>,
+    pub capability: Name,
     /// Each top-level constraint: its summary, whether it held, and its tests.
     pub checks: Vec<(String, bool, Vec<TestReport>)>,
 }
@@ -157,10 +158,8 @@ impl Engine {
     }
 
     pub(super) fn decide<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
-        self.with_policy(|policy, names| {
-            self.decide_in(policy.skill(request.skill), names, request)
-        })
-        .unwrap_or_else(|| self.policy_unreadable(request))
+        self.with_policy(|policy| self.decide_in(policy.skill(request.skill), request))
+            .unwrap_or_else(|| self.policy_unreadable(request))
     }
 
     /// [`Engine::decide`], and the revision of the named skill in the policy that decided (for
@@ -170,10 +169,10 @@ impl Engine {
         &self,
         request: &RequestView<'r, J>,
     ) -> (Decision, Option<u64>) {
-        self.with_policy(|policy, names| {
+        self.with_policy(|policy| {
             let skill = policy.skill(request.skill);
             (
-                self.decide_in(skill, names, request),
+                self.decide_in(skill, request),
                 skill.map(|skill| skill.revision),
             )
         })
@@ -184,7 +183,7 @@ impl Engine {
     #[cold]
     fn policy_unreadable<'r, J: Json<'r>>(&self, request: &RequestView<'r, J>) -> Decision {
         self.finish(Decision::deny(
-            Arc::from(request.skill),
+            Name::from(request.skill),
             vec![Reason::request(
                 ReasonKind::Input,
                 "internal error: the policy could not be read",
@@ -197,19 +196,18 @@ impl Engine {
     fn decide_in<'r, J: Json<'r>>(
         &self,
         skill: Option<&Arc<CompiledSkill>>,
-        names: &LocalNames,
         request: &RequestView<'r, J>,
     ) -> Decision {
         let Some(skill) = skill else {
             return self.finish(Decision::deny(
-                Arc::from(request.skill),
+                Name::from(request.skill),
                 vec![Reason::request(
                     ReasonKind::UnknownSkill,
                     format!("no skill {} is loaded", quote(request.skill)),
                 )],
             ));
         };
-        let deny = |reasons| self.finish(Decision::deny(names.local(&skill.name), reasons));
+        let deny = |reasons| self.finish(Decision::deny(skill.name.clone(), reasons));
         if let Some(reason) = validate(request) {
             return deny(vec![reason]);
         }
@@ -285,7 +283,7 @@ impl Engine {
                 None => DateTime::<Utc>::UNIX_EPOCH,
             };
             let input = self.input(request, &resource, &bindings, now);
-            match self.candidate(skill, capability, request, &input, now, names) {
+            match self.candidate(skill, capability, request, &input, now) {
                 Step::Decides(decision) => return self.finish(decision),
                 // `candidate` never answers `Holds`: it goes on to a decision or a failure.
                 Step::Holds => {}
@@ -323,7 +321,6 @@ impl Engine {
         request: &RequestView<'r, J>,
         input: &Input<'_, J>,
         now: DateTime<Utc>,
-        names: &LocalNames,
     ) -> Step {
         let fail = |constraint: ReasonKind, message: String| {
             Step::Fails(reason_for(capability, constraint, message))
@@ -428,8 +425,8 @@ impl Engine {
         let Some(store) = self.state.as_deref() else {
             // Stateless: no rate limits, no grants; gating decides.
             return Step::Decides(
-                self.gate(skill, capability, request, names)
-                    .unwrap_or_else(|| allow(skill, capability, None, names)),
+                self.gate(skill, capability, request)
+                    .unwrap_or_else(|| allow(skill, capability, None)),
             );
         };
         let commit = |keys: &mut Vec<u8>| {
@@ -443,7 +440,6 @@ impl Engine {
                 grant_token,
                 renew,
                 now,
-                names,
             )
         };
         // The thread's scratch buffer, or a fresh one when it is in use (a decision nested in a
@@ -471,7 +467,6 @@ impl Engine {
         grant_token: Option<&str>,
         renew: Option<std::time::Duration>,
         now: DateTime<Utc>,
-        names: &LocalNames,
     ) -> Step {
         // Keys are built into one reused buffer; `ends[i]` is where key i stops.
         keys.clear();
@@ -506,7 +501,7 @@ impl Engine {
         // own check gives the same answer — it refuses for a rate limit, first charge first,
         // with the same reason, or for an authority that changed in between — so the
         // read-only check is skipped, saving a second lock of each key's shard.
-        let gated = self.gate(skill, capability, request, names);
+        let gated = self.gate(skill, capability, request);
         if gated.is_some() {
             for (index, limit) in capability.rate_limits.iter().enumerate() {
                 if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
@@ -580,7 +575,7 @@ impl Engine {
             rates,
         };
         match store.commit(&commit, now) {
-            Ok(()) => Step::Decides(allow(skill, capability, grant_token, names)),
+            Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
             Err(refusal) => {
                 let (kind, message) = match refusal {
                     CommitRefusal::Revoked => {
@@ -628,7 +623,6 @@ impl Engine {
         skill: &CompiledSkill,
         capability: &CompiledCapability,
         request: &RequestView<'r, J>,
-        names: &LocalNames,
     ) -> Option<Decision> {
         let autonomy = autonomy(request);
         let reason = if autonomy < capability.required_autonomy {
@@ -660,8 +654,8 @@ impl Engine {
         };
         reason.map(|reason| Decision {
             decision: Verdict::ApprovalRequired,
-            skill: names.local(&skill.name),
-            capability: Some(names.local(&capability.name)),
+            skill: skill.name.clone(),
+            capability: Some(capability.name.clone()),
             grant: None,
             observed: None,
             reasons: vec![reason],
@@ -774,18 +768,13 @@ fn pinned_refusal<'r, J: Json<'r>>(
 /// Most rate limits one capability may declare (the compiler enforces it).
 pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
 
-/// An allow, carrying this thread's copies of the names (see [`LocalNames`]).
+/// An allow, carrying copies of the interned names (see [`crate::name`]).
 #[inline]
-fn allow(
-    skill: &CompiledSkill,
-    capability: &CompiledCapability,
-    grant: Option<&str>,
-    names: &LocalNames,
-) -> Decision {
+fn allow(skill: &CompiledSkill, capability: &CompiledCapability, grant: Option<&str>) -> Decision {
     Decision {
         decision: Verdict::Allow,
-        skill: names.local(&skill.name),
-        capability: Some(names.local(&capability.name)),
+        skill: skill.name.clone(),
+        capability: Some(capability.name.clone()),
         grant: grant.map(Arc::from),
         observed: None,
         reasons: Vec::new(),

@@ -33,6 +33,7 @@ pub use request::{
 
 use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
+use crate::name::Name;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 use crate::tape::Tape;
@@ -46,7 +47,7 @@ thread_local! {
 }
 
 /// Every compiled revision of every skill, by (name, revision).
-type RevisionHistory = HashMap<(Arc<str>, u64), Arc<CompiledSkill>>;
+type RevisionHistory = HashMap<(Name, u64), Arc<CompiledSkill>>;
 
 /// A word-at-a-time multiplicative hash (FxHash's step) for the skill index and the per-thread
 /// name copies. Their keys come from the loaded policies (trusted), so the flooding resistance
@@ -106,7 +107,7 @@ type NameHashBuild = std::hash::BuildHasherDefault<NameHash>;
 #[derive(Debug)]
 pub struct PolicySet {
     skills: Vec<Arc<CompiledSkill>>,
-    by_name: HashMap<Arc<str>, usize, NameHashBuild>,
+    by_name: HashMap<Name, usize, NameHashBuild>,
     sources: SourceMap,
 }
 
@@ -232,7 +233,7 @@ impl EngineBuilder {
 /// names none — for its deny and audit record. Untrusted text, never used to decide.
 #[derive(Debug, Clone, Default)]
 struct Named {
-    skill: Arc<str>,
+    skill: Name,
     operation: String,
     resource: String,
 }
@@ -242,7 +243,7 @@ impl Named {
     fn from_value(value: &serde_json::Value) -> Named {
         let text = |name: &str| value.get(name).and_then(|s| s.as_str()).unwrap_or("");
         Named {
-            skill: Arc::from(text("skill")),
+            skill: Name::from(text("skill")),
             operation: text("operation").to_owned(),
             resource: text("resource").to_owned(),
         }
@@ -269,111 +270,6 @@ struct Snapshot {
     engine: u64,
     generation: u64,
     policy: Arc<PolicySet>,
-    /// This thread's copies of the names its decisions carry.
-    names: LocalNames,
-}
-
-/// A thread's own copies of skill and capability names, keyed by the address of the policy's
-/// `Arc<str>`. A `Decision` carries its names as `Arc<str>`; cloning the policy's own `Arc`s made
-/// every decision on every thread write the same reference counts, the one cache line that
-/// threads deciding for the same skill kept taking from each other (2 threads on one skill:
-/// 1.52-1.62x one thread's throughput; with thread-local copies 1.74-2.10x).
-///
-/// INVARIANT (name-keys): the cache lives in the [`Snapshot`] that holds the policy the keys
-/// point into, and is emptied whenever that snapshot moves to another policy, so a key names a
-/// live `Arc<str>`: one of that policy, or of an older revision a pinned grant decides with,
-/// which the engine's revision history keeps for the engine's life (a snapshot outliving its
-/// engine is never asked again: engine ids are not reused). An address is never reused while
-/// cached.
-pub(crate) struct LocalNames(Option<std::cell::RefCell<NameCopies>>);
-
-/// The copies: every name seen, plus a small table of recent ones in front of the map so that a
-/// decision's two lookups are a load and a compare, not a hash. The table has two ways a set:
-/// a decision's skill and capability names whose addresses pick the same set both stay in it
-/// (regression: direct-mapped, two such names evicted each other on every decision, each time
-/// a map lookup and two more reference-count updates, 14 % of a decision without constraints).
-#[derive(Default)]
-struct NameCopies {
-    /// Per set, the most recently used name first.
-    recent: [RecentSet; RECENT_SETS],
-    all: HashMap<usize, Arc<str>, NameHashBuild>,
-    /// Lookups that went past `recent` to `all`.
-    #[cfg(test)]
-    misses: usize,
-}
-
-/// One set of [`NameCopies::recent`]: two (address of the policy's name, this thread's copy).
-type RecentSet = [Option<(usize, Arc<str>)>; 2];
-
-/// Sets of [`NameCopies::recent`] (a power of two).
-const RECENT_SETS: usize = 8;
-/// How far a 64-bit hash is shifted to leave an index below [`RECENT_SETS`].
-const RECENT_SHIFT: u32 = 64 - RECENT_SETS.trailing_zeros();
-
-/// The set of [`NameCopies::recent`] for the name at address `key`: Fibonacci hashing of the
-/// address, whose top bits pick the set, so names allocated a power of two apart do not share
-/// one.
-fn recent_set(key: usize) -> usize {
-    let mixed = (key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> RECENT_SHIFT;
-    usize::try_from(mixed).unwrap_or(0)
-}
-
-impl LocalNames {
-    /// An empty cache, for a snapshot.
-    fn cached() -> LocalNames {
-        LocalNames(Some(std::cell::RefCell::new(NameCopies::default())))
-    }
-
-    /// No cache: names are the policy's own (the rare path without a snapshot).
-    fn shared() -> LocalNames {
-        LocalNames(None)
-    }
-
-    /// This thread's copy of `name` (made on first use); the policy's own `Arc` without a
-    /// cache, or when an outer decision on this thread is using it.
-    pub(crate) fn local(&self, name: &Arc<str>) -> Arc<str> {
-        let Some(Ok(mut names)) = self.0.as_ref().map(std::cell::RefCell::try_borrow_mut) else {
-            return name.clone();
-        };
-        let names = &mut *names;
-        let key = Arc::as_ptr(name).cast::<u8>() as usize;
-        let Some(set) = names.recent.get_mut(recent_set(key)) else {
-            return name.clone();
-        };
-        if let [Some((cached, copy)), _] = set
-            && *cached == key
-        {
-            return copy.clone();
-        }
-        if let [_, Some((cached, _))] = set
-            && *cached == key
-        {
-            // Now the most recent: first.
-            set.swap(0, 1);
-            if let [Some((_, copy)), _] = set {
-                return copy.clone();
-            }
-        }
-        #[cfg(test)]
-        {
-            names.misses += 1;
-        }
-        let copy = names
-            .all
-            .entry(key)
-            .or_insert_with(|| Arc::from(&**name))
-            .clone();
-        // The new name goes first, the first moves second, and the second leaves the table.
-        let [first, second] = set;
-        *second = first.replace((key, copy.clone()));
-        copy
-    }
-
-    fn clear(&mut self) {
-        if let Some(names) = &mut self.0 {
-            *names.get_mut() = NameCopies::default();
-        }
-    }
 }
 
 thread_local! {
@@ -453,7 +349,7 @@ impl Engine {
     /// against the reload generation with one atomic load; after a reload (or on a thread's
     /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
     /// which the construction below rules out; callers fail closed on it anyway.
-    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet, &LocalNames) -> R) -> Option<R> {
+    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet) -> R) -> Option<R> {
         let generation = self.generation.load(Ordering::Acquire);
         // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
         let mut slot = Some(f);
@@ -472,15 +368,14 @@ impl Engine {
                 let snapshot = snapshots
                     .iter()
                     .find(|s| s.engine == self.id && s.generation == generation)?;
-                slot.take().map(|f| f(&snapshot.policy, &snapshot.names))
+                slot.take().map(|f| f(&snapshot.policy))
             })
             .ok()
             .flatten();
         match (ran, slot.take()) {
             (Some(result), _) => Some(result),
-            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock,
-            // and carry the policy's own names.
-            (None, Some(f)) => Some(f(&self.policy(), &LocalNames::shared())),
+            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock.
+            (None, Some(f)) => Some(f(&self.policy())),
             (None, None) => None,
         }
     }
@@ -493,8 +388,6 @@ impl Engine {
     fn refresh_snapshot(&self, snapshots: &mut Vec<Snapshot>, generation: u64) {
         match snapshots.iter_mut().find(|s| s.engine == self.id) {
             Some(snapshot) => {
-                // INVARIANT (name-keys): the names go with the old policy.
-                snapshot.names.clear();
                 snapshot.policy = self.policy();
                 snapshot.generation = generation;
             }
@@ -506,7 +399,6 @@ impl Engine {
                     engine: self.id,
                     generation,
                     policy: self.policy(),
-                    names: LocalNames::cached(),
                 });
             }
         }
@@ -528,7 +420,7 @@ impl Engine {
         self.history
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&(Arc::from(name), revision))
+            .get(&(Name::from(name), revision))
             .cloned()
     }
 
@@ -810,7 +702,7 @@ impl Engine {
         if let Some(sink) = &self.audit {
             let request = Request::new(&*decision.skill, named.operation, named.resource);
             let revision = self
-                .with_policy(|policy, _| policy.skill(&decision.skill).map(|s| s.revision))
+                .with_policy(|policy| policy.skill(&decision.skill).map(|s| s.revision))
                 .flatten();
             self.audit_record(sink.as_ref(), &request.view(), &decision, revision);
         }
@@ -884,29 +776,6 @@ mod tests {
     }
 
     #[test]
-    fn regression_two_names_of_one_recent_set_do_not_evict_each_other() {
-        // Names whose copies' addresses pick the same set, as a skill's and its capability's
-        // may: after the first lookup of each, every lookup is answered by the table.
-        let names = LocalNames::cached();
-        let made: Vec<Arc<str>> = (0..64).map(|i| Arc::from(format!("name-{i}"))).collect();
-        let copies: Vec<Arc<str>> = made.iter().map(|name| names.local(name)).collect();
-        // The table is keyed by the address of the policy's own name.
-        let set = |name: &Arc<str>| recent_set(Arc::as_ptr(name).cast::<u8>() as usize);
-        let (a, b) = (0..made.len())
-            .flat_map(|a| ((a + 1)..made.len()).map(move |b| (a, b)))
-            .find(|&(a, b)| set(&made[a]) == set(&made[b]))
-            .expect("64 names over 8 sets share one");
-        let misses = |names: &LocalNames| names.0.as_ref().unwrap().borrow().misses;
-        let before = misses(&names);
-        for _ in 0..10 {
-            assert!(Arc::ptr_eq(&names.local(&made[a]), &copies[a]));
-            assert!(Arc::ptr_eq(&names.local(&made[b]), &copies[b]));
-        }
-        // At most the two first lookups (either may have been evicted by the others above).
-        assert!(misses(&names) - before <= 2, "{}", misses(&names) - before);
-    }
-
-    #[test]
     fn a_failed_reload_keeps_the_last_good_policy() {
         let dir = std::env::temp_dir().join(format!("capgate-reload-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -939,9 +808,25 @@ mod tests {
     }
 
     #[test]
+    fn skill_names_from_requests_are_never_interned() {
+        // Interned names live as long as the process: text from a request must not grow it.
+        let engine = Engine::builder(loaded(
+            r#"skill "s" { version "1" capability "c" { resource tool "t" operations call justification "j" } }"#,
+        ))
+        .build();
+        let decision = engine.check(&Request::new("no-such-skill", "call", "tool:t"));
+        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(&*decision.skill, "no-such-skill");
+        assert!(!decision.skill.is_interned());
+        let refused = engine.check_slice(br#"{"skill":"unread-skill","skill":"twice"}"#);
+        assert_eq!(refused.decision, Verdict::Deny);
+        assert!(!refused.skill.is_interned());
+    }
+
+    #[test]
     fn decisions_carry_the_names_of_the_policy_in_force_after_a_reload() {
-        // Names come from a per-thread cache keyed by the policy's `Arc<str>`s; a reload must
-        // empty it, or a decision could carry a name of the old policy (INVARIANT name-keys).
+        // Names were once copies from a per-thread cache, which a reload had to empty; they
+        // are interned now, and must still be the new policy's.
         let policy = |skill: &str, capability: &str| {
             loaded(&format!(
                 r#"skill "{skill}" {{ version "1" capability "{capability}" {{ resource tool "t" operations call justification "j" }} }}"#
@@ -953,6 +838,9 @@ mod tests {
             let decision = engine.check(&request);
             assert_eq!(decision.capability.as_deref(), Some("first"));
             assert_eq!(&*decision.skill, "s");
+            // Copies of the interned names: no reference count written per decision.
+            assert!(decision.skill.is_interned());
+            assert!(decision.capability.as_ref().is_some_and(Name::is_interned));
         }
         engine.reload(policy("s", "second"));
         for _ in 0..3 {
