@@ -52,16 +52,16 @@ impl Name {
     ///
     /// For names a policy declares, which are few; never for text from a request.
     pub fn interned(text: &str) -> Name {
-        let set = INTERNED.get_or_init(Mutex::default);
+        let names = INTERNED.get_or_init(Mutex::default);
         // A panic while the lock was held cannot leave the map inconsistent: an insert of
         // leaked strings either happened or did not.
-        let mut set = set.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&kept) = set.get(text) {
+        let mut names = names.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&kept) = names.get(text) {
             return Name(Repr::Interned(kept));
         }
         let text: &'static str = Box::leak(Box::from(text));
         let kept: &'static &'static str = Box::leak(Box::new(text));
-        set.insert(text, kept);
+        names.insert(text, kept);
         Name(Repr::Interned(kept))
     }
 

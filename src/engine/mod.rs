@@ -49,10 +49,9 @@ thread_local! {
 /// Every compiled revision of every skill, by (name, revision).
 type RevisionHistory = HashMap<(Name, u64), Arc<CompiledSkill>>;
 
-/// A word-at-a-time multiplicative hash (FxHash's step) for the skill index and the per-thread
-/// name copies. Their keys come from the loaded policies (trusted), so the flooding resistance
-/// of SipHash buys nothing there; lookups by a request's skill name only read the table. It
-/// replaced FNV-1a, whose one multiply per byte is a dependency chain: 18 multiplies to hash
+/// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
+/// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
+/// there; lookups by a request's skill name only read the table. It replaced FNV-1a, whose one multiply per byte is a dependency chain: 18 multiplies to hash
 /// `meeting-scheduler` (and its terminator) against 4 here.
 #[derive(Debug, Clone, Copy, Default)]
 struct NameHash(u64);
@@ -416,11 +415,12 @@ impl Engine {
         Ok(())
     }
 
-    fn skill_at_revision(&self, name: &str, revision: u64) -> Option<Arc<CompiledSkill>> {
+    /// `name` is the policy's own (interned) name, so the key is a copy, not an allocation.
+    fn skill_at_revision(&self, name: &Name, revision: u64) -> Option<Arc<CompiledSkill>> {
         self.history
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&(Name::from(name), revision))
+            .get(&(name.clone(), revision))
             .cloned()
     }
 
