@@ -51,8 +51,9 @@ type RevisionHistory = HashMap<(Name, u64), Arc<CompiledSkill>>;
 
 /// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
 /// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
-/// there; lookups by a request's skill name only read the table. It replaced FNV-1a, whose one multiply per byte is a dependency chain: 18 multiplies to hash
-/// `meeting-scheduler` (and its terminator) against 4 here.
+/// there; lookups by a request's skill name only read the table. It replaced FNV-1a, whose one
+/// multiply per byte is a dependency chain: 18 multiplies to hash `meeting-scheduler` (and its
+/// terminator) against 4 here.
 #[derive(Debug, Clone, Copy, Default)]
 struct NameHash(u64);
 
