@@ -108,6 +108,8 @@ struct Inputs {
     parsed: Request,
     #[cfg(feature = "cedar")]
     cedar_native: cedar_policy::Request,
+    #[cfg(feature = "cedar")]
+    cedar_outcomes: peers::Outcomes,
     rego_native: peers::Rego,
     cel_native: cel::Value,
 }
@@ -150,6 +152,8 @@ fn main() {
                 parsed: Request::from_value(value.clone(), &Limits::DEFAULT).unwrap(),
                 #[cfg(feature = "cedar")]
                 cedar_native: cedar.native(&value, &matcher),
+                #[cfg(feature = "cedar")]
+                cedar_outcomes: cedar.outcomes(&value),
                 rego_native: {
                     let mut rego = rego.clone();
                     rego.set_input(&value);
@@ -197,6 +201,10 @@ fn main() {
         checks.extend([
             ("cedar", cedar.decide(value, &matcher)),
             ("cedar native", cedar.decide_native(&input.cedar_native)),
+            (
+                "cedar C3/C4/C6 in Rust, prebuilt Context",
+                cedar.decide_outcomes(&input.cedar_outcomes, value, &matcher),
+            ),
             ("cedar from bytes", cedar.decide_bytes(bytes, &matcher)),
         ]);
         for (name, allowed) in checks {
@@ -285,6 +293,16 @@ fn main() {
             "cedar-policy (prebuilt Context)",
             false,
             move || cedar.decide_native(black_box(&input.cedar_native)),
+        ));
+        #[cfg(feature = "cedar")]
+        rows.push(Row::new(
+            Stage::PreParsed,
+            v,
+            "cedar-policy (C3/C4/C6 in Rust, prebuilt Context)",
+            false,
+            move || {
+                cedar.decide_outcomes(black_box(&input.cedar_outcomes), black_box(value), matcher)
+            },
         ));
         let mut rego_value = rego.clone();
         rows.push(Row::new(

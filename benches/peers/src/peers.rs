@@ -3,7 +3,7 @@
 //! and from raw bytes (`decide_bytes`).
 
 #[cfg(feature = "cedar")]
-pub use cedar::Cedar;
+pub use cedar::{Cedar, Outcomes};
 use serde_json::Value;
 
 #[cfg(feature = "cedar")]
@@ -29,6 +29,29 @@ mod cedar {
         resource: EntityTypeName,
     }
 
+    /// The three constraints Cedar cannot express, computed in Rust.
+    #[derive(Clone, Copy)]
+    struct Computed {
+        c3: bool,
+        c4: bool,
+        c6: bool,
+    }
+
+    impl Computed {
+        fn of(payload: &Value, matcher: &Matcher) -> Computed {
+            Computed {
+                c3: matcher.attendees_on_domain(payload),
+                c4: Matcher::at_most_50_attendees(payload),
+                c6: Matcher::summary_ok(payload),
+            }
+        }
+    }
+
+    /// One scenario request as eight prebuilt Cedar requests, indexed by the bits of C3, C4, C6.
+    pub struct Outcomes {
+        requests: Vec<cedar_policy::Request>,
+    }
+
     impl Cedar {
         /// Parses the policy.
         pub fn new(policy: &str) -> Self {
@@ -51,6 +74,13 @@ mod cedar {
         }
 
         fn build(&self, request: &Value, matcher: &Matcher) -> Option<cedar_policy::Request> {
+            let payload = request.get("payload")?;
+            let computed = Computed::of(payload, matcher);
+            self.build_with(request, computed)
+        }
+
+        /// The Cedar request for a scenario request whose three computed booleans are `computed`.
+        fn build_with(&self, request: &Value, computed: Computed) -> Option<cedar_policy::Request> {
             let str_at = |key: &str| request.get(key).and_then(Value::as_str);
             let agent = request.get("agent")?;
             let payload = request.get("payload")?;
@@ -64,14 +94,51 @@ mod cedar {
                 json!({
                     "agent": agent,
                     "payload": payload,
-                    "c3_attendees_on_domain": matcher.attendees_on_domain(payload),
-                    "c4_at_most_50_attendees": Matcher::at_most_50_attendees(payload),
-                    "c6_summary_length_ok": Matcher::summary_ok(payload),
+                    "c3_attendees_on_domain": computed.c3,
+                    "c4_at_most_50_attendees": computed.c4,
+                    "c6_summary_length_ok": computed.c6,
                 }),
                 None,
             )
             .ok()?;
             cedar_policy::Request::new(principal, action, resource, context, None).ok()
+        }
+
+        /// The eight Cedar requests for a scenario request, one for each value of the three
+        /// booleans Cedar cannot compute, so that [`Cedar::decide_outcomes`] can compute them in
+        /// its timed region and hand the authorizer a prebuilt request.
+        pub fn outcomes(&self, request: &Value) -> Outcomes {
+            let requests = (0..8u8)
+                .map(|bits| {
+                    let computed = Computed {
+                        c3: bits & 1 != 0,
+                        c4: bits & 2 != 0,
+                        c6: bits & 4 != 0,
+                    };
+                    self.build_with(request, computed)
+                        .unwrap_or_else(|| panic!("cedar request must build"))
+                })
+                .collect();
+            Outcomes { requests }
+        }
+
+        /// C3, C4 and C6 computed in Rust from the request value (the work Cedar cannot do),
+        /// then the authorizer on the prebuilt request with those three booleans: the least a
+        /// Cedar decision of the whole scenario costs, with no `Context` built.
+        pub fn decide_outcomes(
+            &self,
+            outcomes: &Outcomes,
+            request: &Value,
+            matcher: &Matcher,
+        ) -> bool {
+            let Some(payload) = request.get("payload") else {
+                return false;
+            };
+            let computed = Computed::of(payload, matcher);
+            let at = usize::from(computed.c3)
+                | usize::from(computed.c4) << 1
+                | usize::from(computed.c6) << 2;
+            self.decide_native(&outcomes.requests[at])
         }
 
         /// Builds the Cedar request from the value, then authorizes.
