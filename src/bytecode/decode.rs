@@ -16,7 +16,7 @@
 //! bytes).
 //!
 //! Regexes, resource templates and windows are rebuilt from their stored source with the same
-//! builders the compiler uses (`regex::RegexBuilder` with the same size limits,
+//! builders the compiler uses ([`Matcher::build`] with the same size limits,
 //! [`ResourcePattern::compile`], `chrono_tz`); payload-schema arenas are decoded node by node.
 
 use std::collections::HashSet;

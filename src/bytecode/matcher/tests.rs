@@ -7,15 +7,26 @@ fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
         .unwrap_or_else(|e| panic!("`{pattern}` must compile: {e}"))
 }
 
+/// The same pattern built by the regex crate itself: what the matcher must answer.
+fn regex_crate(pattern: &str, case_insensitive: bool) -> regex::Regex {
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .size_limit(1 << 20)
+        .build()
+        .unwrap_or_else(|e| panic!("`{pattern}` must compile in the regex crate: {e}"))
+}
+
 /// Asserts the shortcut is (or is not) taken, and that it answers as the regex does on `texts`.
 fn check(pattern: &str, shortcut: bool, texts: &[&str]) {
-    let m = matcher(pattern, false);
+    let (m, re) = (matcher(pattern, false), regex_crate(pattern, false));
     assert_eq!(m.has_shortcut(), shortcut, "shortcut for `{pattern}`");
     for text in texts {
+        let expected = re.is_match(text);
+        assert_eq!(m.is_match(text), expected, "`{pattern}` on {text:?}");
         assert_eq!(
-            m.is_match(text),
-            m.regex.is_match(text),
-            "`{pattern}` on {text:?}"
+            m.engine_is_match(text),
+            expected,
+            "engine: `{pattern}` on {text:?}"
         );
     }
 }
@@ -150,11 +161,18 @@ proptest! {
         texts in prop::collection::vec(text(), 1..16),
     ) {
         let m = matcher(&pattern, case_insensitive);
+        let re = regex_crate(&pattern, case_insensitive);
         for text in &texts {
+            let expected = re.is_match(text);
             prop_assert_eq!(
                 m.is_match(text),
-                m.regex.is_match(text),
+                expected,
                 "`{}` (i = {}) on {:?}", pattern, case_insensitive, text
+            );
+            prop_assert_eq!(
+                m.engine_is_match(text),
+                expected,
+                "engine: `{}` (i = {}) on {:?}", pattern, case_insensitive, text
             );
         }
     }
@@ -219,4 +237,29 @@ fn a_cache_builds_each_pattern_flag_and_limit_once_and_answers_as_a_fresh_build(
             .to_string()
     );
     assert_eq!(cache.len(), 4);
+}
+
+/// The matcher builds the regex crate's engine itself (from the syntax tree it parsed once), so
+/// a pattern the regex crate refuses is refused with the regex crate's error, text and kind.
+#[test]
+fn a_build_error_is_the_error_the_regex_crate_gives() {
+    for (pattern, case_insensitive, limit) in [
+        ("(", false, 1 << 20),
+        ("a{2,1}", false, 1 << 20),
+        ("(?=a)b", false, 1 << 20),
+        ("(a)\\1", false, 1 << 20),
+        ("\\p{NotAClass}", true, 1 << 20),
+        ("[z-a]", false, 1 << 20),
+        ("[a-z]{1000}", false, 64),
+        ("\\w{50}", true, 1 << 10),
+    ] {
+        let ours = Matcher::build(pattern, case_insensitive, limit).unwrap_err();
+        let theirs = regex::RegexBuilder::new(pattern)
+            .case_insensitive(case_insensitive)
+            .size_limit(limit)
+            .build()
+            .unwrap_err();
+        assert_eq!(ours, theirs, "{pattern}");
+        assert_eq!(ours.to_string(), theirs.to_string(), "{pattern}");
+    }
 }
