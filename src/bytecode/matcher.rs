@@ -95,7 +95,10 @@ impl Matcher {
         }
     }
 
-    /// [`Matcher::is_match`] by the regex engine, as `regex::Regex::is_match` asks it.
+    /// [`Matcher::is_match`] by the regex engine, as `regex::Regex::is_match` asks it. Out of
+    /// line: a search costs far more than the call, and the VM's loops that test a regex stay
+    /// small.
+    #[inline(never)]
     fn engine_is_match(&self, text: &str) -> bool {
         self.regex
             .search_half(&Input::new(text).earliest(true))
