@@ -500,6 +500,12 @@ fn report_threads() {
         two / one,
         per_round(&control_ones, &control_twos)
     );
+    let handoffs: Vec<String> = (0..3).map(|_| format!("{:.0}", handoff_ns())).collect();
+    println!(
+        "state/threads-handoff: one cache line handed between two threads: {} ns one way \
+         (three runs; what each call that writes a line the other thread wrote last waits)",
+        handoffs.join(", ")
+    );
 
     // Two threads hammer the one exact-window key: exactly the limit is allowed.
     let (engine, _) = stateful_engine();
@@ -519,6 +525,32 @@ fn report_threads() {
     let allowed = allowed.into_inner();
     assert_eq!(allowed, 1_000, "the hot key's limit of 1,000 was not held");
     println!("state/hot-key: 2 threads x 5,000 calls on `1000 per hour`: {allowed} allowed");
+}
+
+/// Nanoseconds for one thread to see a store of the other's and answer it: two threads take
+/// turns incrementing one atomic, so each turn moves its cache line from one core to the other.
+/// On a host whose two cores are far apart, every call of the stateful scaling test that takes
+/// a lock or state last written on the other core waits this long.
+fn handoff_ns() -> f64 {
+    let turns = 100_000;
+    let turn = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for me in 0..2 {
+            let turn = &turn;
+            scope.spawn(move || {
+                let mut mine = me;
+                while mine < 2 * turns {
+                    while turn.load(Ordering::Acquire) != mine {
+                        std::hint::spin_loop();
+                    }
+                    turn.store(mine + 1, Ordering::Release);
+                    mine += 2;
+                }
+            });
+        }
+    });
+    start.elapsed().as_nanos() as f64 / (2 * turns) as f64
 }
 
 /// The process's resident set in bytes (Linux), or `None` elsewhere.
