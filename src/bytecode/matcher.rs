@@ -42,7 +42,7 @@ impl Matcher {
     /// whether it has a shortcut. The pattern is parsed once: the shortcut is read from the
     /// syntax tree the engine is built from, so the two cannot disagree. Parsing it a second
     /// time inside the regex crate was a quarter of the cost of building a matcher (~40,000
-    /// instructions of ~150,000), a tenth of compiling a capability with a regex of its own.
+    /// instructions of ~150,000): 7 % of compiling 1,000 capabilities with a regex each.
     pub fn build(
         pattern: &str,
         case_insensitive: bool,

@@ -38,6 +38,20 @@ mod cedar {
     }
 
     impl Computed {
+        /// The three booleans of the `index`-th of [`Outcomes`]' requests.
+        fn at(index: usize) -> Computed {
+            Computed {
+                c3: index & 1 != 0,
+                c4: index & 2 != 0,
+                c6: index & 4 != 0,
+            }
+        }
+
+        /// Where these booleans' request is in [`Outcomes`] (the inverse of [`Computed::at`]).
+        fn index(self) -> usize {
+            usize::from(self.c3) | usize::from(self.c4) << 1 | usize::from(self.c6) << 2
+        }
+
         fn of(payload: &Value, matcher: &Matcher) -> Computed {
             Computed {
                 c3: matcher.attendees_on_domain(payload),
@@ -108,14 +122,9 @@ mod cedar {
         /// booleans Cedar cannot compute, so that [`Cedar::decide_outcomes`] can compute them in
         /// its timed region and hand the authorizer a prebuilt request.
         pub fn outcomes(&self, request: &Value) -> Outcomes {
-            let requests = (0..8u8)
-                .map(|bits| {
-                    let computed = Computed {
-                        c3: bits & 1 != 0,
-                        c4: bits & 2 != 0,
-                        c6: bits & 4 != 0,
-                    };
-                    self.build_with(request, computed)
+            let requests = (0..8)
+                .map(|index| {
+                    self.build_with(request, Computed::at(index))
                         .unwrap_or_else(|| panic!("cedar request must build"))
                 })
                 .collect();
@@ -134,10 +143,7 @@ mod cedar {
             let Some(payload) = request.get("payload") else {
                 return false;
             };
-            let computed = Computed::of(payload, matcher);
-            let at = usize::from(computed.c3)
-                | usize::from(computed.c4) << 1
-                | usize::from(computed.c6) << 2;
+            let at = Computed::of(payload, matcher).index();
             self.decide_native(&outcomes.requests[at])
         }
 
