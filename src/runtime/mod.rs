@@ -19,7 +19,7 @@ pub mod clock;
 mod error;
 mod grants;
 pub mod rate;
-mod shard;
+mod rate_table;
 mod store;
 
 pub use clock::{Clock, ClockOutOfRange, SimulatedClock, SystemClock};
