@@ -385,25 +385,40 @@ fn control_engine() -> Engine {
     Engine::builder(rate_policy()).build()
 }
 
-/// Allowed calls per second with `threads` threads sharing one engine, each on its own keys:
-/// a stateful engine (each call commits its rate-limit key), or the stateless control.
-fn throughput(threads: usize, calls_per_thread: usize, stateful: bool) -> f64 {
-    let engine = if stateful {
-        stateful_engine().0
-    } else {
-        control_engine()
+/// What the threads of [`throughput`] decide on.
+#[derive(Clone, Copy, PartialEq)]
+enum Sharing {
+    /// One stateful engine: each call commits its rate-limit key to the one store.
+    Store,
+    /// A stateful engine and store per thread: the same work with nothing shared, what a
+    /// shared store could at best scale to on the host at the time.
+    Apart,
+    /// One engine without a store (the control): no call writes anything.
+    Stateless,
+}
+
+/// Allowed calls per second with `threads` threads, each on its own keys, deciding as
+/// `sharing` says.
+fn throughput(threads: usize, calls_per_thread: usize, sharing: Sharing) -> f64 {
+    let engines: Vec<Engine> = match sharing {
+        Sharing::Store => vec![stateful_engine().0],
+        Sharing::Apart => (0..threads).map(|_| stateful_engine().0).collect(),
+        Sharing::Stateless => vec![control_engine()],
     };
     let requests: Vec<Vec<Request>> = (0..threads)
         .map(|t| distinct_keys(&format!("t{t}"), 4_096))
         .collect();
+    let engine_of = |t: usize| &engines[t % engines.len()];
     // Touch every key once so both runs measure updates, not first inserts.
-    for request in requests.iter().flatten() {
-        assert_eq!(engine.check(request).decision, Verdict::Allow);
+    for (t, mine) in requests.iter().enumerate() {
+        for request in mine {
+            assert_eq!(engine_of(t).check(request).decision, Verdict::Allow);
+        }
     }
     let start = Instant::now();
     std::thread::scope(|scope| {
-        for mine in &requests {
-            let engine = &engine;
+        for (t, mine) in requests.iter().enumerate() {
+            let engine = engine_of(t);
             scope.spawn(move || {
                 for i in 0..calls_per_thread {
                     let decision = engine.check(&mine[i % mine.len()]);
@@ -467,15 +482,16 @@ fn report_threads() {
     // One and two threads alternate, so a neighbour on the shared host slows both alike; each
     // keeps its best round, and the per-round ratios are printed too.
     // The control runs the same calls on a stateless engine, which writes nothing shared: its
-    // scaling is what the host gives two threads at the time, whatever capgate does.
+    // scaling is what the host gives two threads at the time, whatever capgate does. Apart runs
+    // them on an engine and store per thread: the same stateful work with nothing shared.
     let (calls, rounds) = (1_000_000, 5);
-    let (mut ones, mut twos) = (Vec::new(), Vec::new());
-    let (mut control_ones, mut control_twos) = (Vec::new(), Vec::new());
+    let modes = [Sharing::Store, Sharing::Apart, Sharing::Stateless];
+    let mut runs: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); modes.len()];
     for _ in 0..rounds {
-        ones.push(throughput(1, calls, true));
-        twos.push(throughput(2, calls, true));
-        control_ones.push(throughput(1, calls, false));
-        control_twos.push(throughput(2, calls, false));
+        for (mode, (ones, twos)) in modes.iter().zip(&mut runs) {
+            ones.push(throughput(1, calls, *mode));
+            twos.push(throughput(2, calls, *mode));
+        }
     }
     let best = |runs: &[f64]| runs.iter().copied().fold(0.0, f64::max);
     let per_round = |ones: &[f64], twos: &[f64]| {
@@ -484,22 +500,23 @@ fn report_threads() {
         let text: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         text.join(" ")
     };
-    let (one, two) = (best(&ones), best(&twos));
-    println!(
-        "state/threads: 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
-         (best of {rounds} alternating rounds each; per-round ratios {}; {} cores online)",
-        two / one,
-        per_round(&ones, &twos),
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
-    let (one, two) = (best(&control_ones), best(&control_twos));
-    println!(
-        "state/threads-control: the same calls on a stateless engine (nothing shared is \
-         written): 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
-         (per-round ratios {})",
-        two / one,
-        per_round(&control_ones, &control_twos)
-    );
+    let labels = [
+        format!(
+            "state/threads: one engine and store ({} cores online)",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        "state/threads-apart: an engine and store per thread (nothing shared)".to_owned(),
+        "state/threads-control: the same calls on a stateless engine (nothing written)".to_owned(),
+    ];
+    for (label, (ones, twos)) in labels.iter().zip(&runs) {
+        let (one, two) = (best(ones), best(twos));
+        println!(
+            "{label}: 1 thread {one:.0} calls/s, 2 threads {two:.0} calls/s, scaling {:.2}x \
+             (best of {rounds} alternating rounds each; per-round ratios {})",
+            two / one,
+            per_round(ones, twos),
+        );
+    }
     let handoffs: Vec<String> = (0..3).map(|_| format!("{:.0}", handoff_ns())).collect();
     println!(
         "state/threads-handoff: one cache line handed between two threads: {} ns one way \
