@@ -245,6 +245,45 @@ fn forgetting_gives_back_the_table_memory_of_a_flood() {
     assert!(!admits(&table, b"late", &limit, BASE + 14));
 }
 
+/// `forget_idle` takes its shard's lock a chunk of keys at a time, while new keys are
+/// inserted and their sweeps move keys around the same list: no idle key may be missed.
+#[test]
+fn forget_idle_between_inserts_and_sweeps_misses_no_idle_key() {
+    // Few enough new keys that their sweeps (8 keys each) cannot reach every idle key alone:
+    // the walk must find the rest, over many chunks.
+    const NEW: usize = 200;
+    let limit = window(1, 10);
+    for round in 0..50 {
+        let table = one_shard();
+        let idle = 125 * FORGET_CHUNK + 7;
+        for i in 0..idle {
+            assert!(admit(&table, &key(i), &limit, BASE));
+        }
+        let start = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                start.wait();
+                for i in 0..NEW {
+                    assert!(admit(&table, &key(idle + i), &limit, BASE + 20));
+                }
+            });
+            start.wait();
+            for _ in 0..round % 3 {
+                std::thread::yield_now();
+            }
+            table.forget_idle(BASE + 20);
+        });
+        // Every first key was idle at `BASE + 10`: forgotten by the walk or by a new key's
+        // sweep. The new keys were charged at `BASE + 20` and are all kept.
+        assert_eq!(table.len(), NEW, "round {round}");
+        let listed: usize = (0..table.shards.len())
+            .filter_map(|index| table.shard(index))
+            .map(|shard| shard.cells.len())
+            .sum();
+        assert_eq!(listed, NEW, "round {round}");
+    }
+}
+
 /// One step of the model-checking property.
 #[derive(Debug, Clone)]
 enum Step {
