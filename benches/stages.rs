@@ -397,6 +397,16 @@ enum Sharing {
     Stateless,
 }
 
+/// How many keys each thread of the threads report cycles over: 4,096, or
+/// `STAGES_THREAD_KEYS` (fewer keys, less memory each call touches).
+fn thread_keys() -> usize {
+    std::env::var("STAGES_THREAD_KEYS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(4_096)
+}
+
 /// Allowed calls per second with `threads` threads, each on its own keys, deciding as
 /// `sharing` says.
 fn throughput(threads: usize, calls_per_thread: usize, sharing: Sharing) -> f64 {
@@ -406,7 +416,7 @@ fn throughput(threads: usize, calls_per_thread: usize, sharing: Sharing) -> f64 
         Sharing::Stateless => vec![control_engine()],
     };
     let requests: Vec<Vec<Request>> = (0..threads)
-        .map(|t| distinct_keys(&format!("t{t}"), 4_096))
+        .map(|t| distinct_keys(&format!("t{t}"), thread_keys()))
         .collect();
     let engine_of = |t: usize| &engines[t % engines.len()];
     // Touch every key once so both runs measure updates, not first inserts.
