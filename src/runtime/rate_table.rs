@@ -97,7 +97,7 @@ impl Hash for Cell {
 
 impl PartialEq for Cell {
     fn eq(&self, other: &Self) -> bool {
-        self.0.hash == other.0.hash && self.0.key == other.0.key
+        self.0.probe().equivalent(other)
     }
 }
 
