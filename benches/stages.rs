@@ -397,12 +397,15 @@ enum Sharing {
     Stateless,
 }
 
+/// The whole number the environment variable `name` holds, if it is set to one.
+fn env_number(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|n| n.parse().ok())
+}
+
 /// How many keys each thread of the threads report cycles over: 4,096, or
 /// `STAGES_THREAD_KEYS` (fewer keys, less memory each call touches).
 fn thread_keys() -> usize {
-    std::env::var("STAGES_THREAD_KEYS")
-        .ok()
-        .and_then(|n| n.parse().ok())
+    env_number("STAGES_THREAD_KEYS")
         .filter(|&n| n > 0)
         .unwrap_or(4_096)
 }
@@ -675,10 +678,7 @@ fn report_compile_1000() {
     // `STAGES_COMPILE_RUNS=1` (and `=0`, for the set-up) under callgrind counts one compile;
     // `STAGES_COMPILE_DISTINCT=0|1` keeps only the corpus with one shared regex, or only the one
     // with a regex per capability.
-    let runs = std::env::var("STAGES_COMPILE_RUNS")
-        .ok()
-        .and_then(|runs| runs.parse().ok())
-        .unwrap_or(5);
+    let runs = env_number("STAGES_COMPILE_RUNS").unwrap_or(5);
     let only = std::env::var("STAGES_COMPILE_DISTINCT").ok();
     for (distinct, name) in [
         (false, "1000-capabilities"),
