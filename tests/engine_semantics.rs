@@ -1693,6 +1693,32 @@ fn an_ungated_process_call_on_a_full_limit_is_denied_by_the_commit_with_the_same
     );
 }
 
+#[test]
+fn every_rate_limit_of_a_capability_is_charged_whatever_their_number() {
+    // The engine holds a call's charges in arrays of 1, 2, 4 or 16 (the most a capability may
+    // declare): with the one tight limit at the first, a middle or the last index of each size,
+    // the second call is denied by that limit, so the charge at each of those indices was
+    // committed by the first.
+    for count in [1usize, 2, 3, 4, 5, 15, 16] {
+        for tight in [0, count / 2, count - 1] {
+            let limits: Vec<String> = (0..count)
+                .map(|i| match i == tight {
+                    true => "1 per minute".to_owned(),
+                    false => format!("{} per minute", 100 + i),
+                })
+                .collect();
+            let (engine, _clock) = stateful(&rate_skill(&limits.join("\n    rateLimit ")));
+            assert_allow(&decide(&engine, &ok_call()));
+            let decision = decide(&engine, &ok_call());
+            assert_deny(&decision, ReasonKind::RateLimit);
+            assert_eq!(
+                decision.reasons[0].message, "rate limit of 1 per 1m reached",
+                "{count} limits, the tight one at {tight}"
+            );
+        }
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // §5.2 lifetimes and grants
 // ------------------------------------------------------------------------------------------------

@@ -512,25 +512,6 @@ impl Engine {
         if let Some(decision) = gated {
             return Step::Decides(decision);
         }
-        let placeholder = RateCharge {
-            key: &[],
-            spec: RateSpec::Window {
-                count: 1,
-                per: std::time::Duration::from_secs(1),
-            },
-        };
-        let mut charges = [placeholder; MAX_RATE_LIMITS];
-        for ((index, limit), slot) in capability
-            .rate_limits
-            .iter()
-            .enumerate()
-            .zip(charges.iter_mut())
-        {
-            *slot = RateCharge {
-                key: key(index),
-                spec: rate_spec(limit),
-            };
-        }
         let authority = match (capability.lifetime, grant_token) {
             (LifetimeSpec::Transaction, _) => match input.transaction {
                 Some(tx) => Authority::Transaction(tx),
@@ -560,21 +541,31 @@ impl Engine {
             }
             (LifetimeSpec::Process, _) => Authority::Process,
         };
+        let count = capability.rate_limits.len();
+        let charge = |index: usize| {
+            capability.rate_limits.get(index).map(|limit| RateCharge {
+                key: key(index),
+                spec: rate_spec(limit),
+            })
+        };
+        let commit = |rates: &[RateCharge<'_>]| {
+            let commit = Commit {
+                skill: &skill.name,
+                capability: &capability.name,
+                authority,
+                rates,
+            };
+            store.commit(&commit, now)
+        };
         // Never commit with fewer charges than the capability declares (the loop above already
         // aborts past MAX_RATE_LIMITS; this keeps the commit itself from dropping any).
-        let Some(rates) = charges.get(..capability.rate_limits.len()) else {
+        let Some(committed) = with_charges(count, charge, commit) else {
             return Step::Abort(Reason::request(
                 ReasonKind::Input,
                 "internal error: too many rate limits",
             ));
         };
-        let commit = Commit {
-            skill: &skill.name,
-            capability: &capability.name,
-            authority,
-            rates,
-        };
-        match store.commit(&commit, now) {
+        match committed {
             Ok(()) => Step::Decides(allow(skill, capability, grant_token)),
             Err(refusal) => {
                 let (kind, message) = match refusal {
@@ -906,6 +897,39 @@ fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
         ),
         GrantRefusal::Expired => (ReasonKind::Lifetime, format!("grant {token} has expired")),
     }
+}
+
+/// `commit` with the `count` charges `charge` makes (index 0 up), held on the stack in an array
+/// of the smallest size class that holds them: a capability with one rate limit writes one
+/// charge per call, not [`MAX_RATE_LIMITS`] (the placeholders of a full array were ~0.8 KB of
+/// stores per stateful decision). `None` when `count` is over [`MAX_RATE_LIMITS`] or `charge`
+/// has no charge for an index below `count`.
+fn with_charges<'k, R>(
+    count: usize,
+    charge: impl Fn(usize) -> Option<RateCharge<'k>>,
+    commit: impl FnOnce(&[RateCharge<'k>]) -> R,
+) -> Option<R> {
+    match count {
+        0 => Some(commit(&[])),
+        1 => charges_in::<1, _>(count, charge, commit),
+        2 => charges_in::<2, _>(count, charge, commit),
+        3 | 4 => charges_in::<4, _>(count, charge, commit),
+        _ => charges_in::<MAX_RATE_LIMITS, _>(count, charge, commit),
+    }
+}
+
+/// [`with_charges`] in an array of `N` charges (`count` of them used, at least one): the slots
+/// past `count` repeat the first charge and are not committed.
+fn charges_in<'k, const N: usize, R>(
+    count: usize,
+    charge: impl Fn(usize) -> Option<RateCharge<'k>>,
+    commit: impl FnOnce(&[RateCharge<'k>]) -> R,
+) -> Option<R> {
+    let mut charges = [charge(0)?; N];
+    for (index, slot) in charges.iter_mut().enumerate().take(count).skip(1) {
+        *slot = charge(index)?;
+    }
+    Some(commit(charges.get(..count)?))
 }
 
 fn rate_spec(limit: &RateLimitSpec) -> RateSpec {

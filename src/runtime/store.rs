@@ -478,39 +478,61 @@ impl StateStore for InMemoryStore {
             return self.commit_locked(&mut [], commit, now);
         }
         let guard = self.rates.guard();
-        if rates.len() <= INLINE_CHARGES {
-            let mut hashes = [0_u64; INLINE_CHARGES];
-            let mut cells = [None; INLINE_CHARGES];
-            let mut slots: [Option<Slot<'_>>; INLINE_CHARGES] = std::array::from_fn(|_| None);
-            let mut inserted = [false; INLINE_CHARGES];
-            self.commit_charges(
-                commit,
-                now,
-                &guard,
-                Scratch {
-                    hashes: hashes.get_mut(..rates.len()).unwrap_or_default(),
-                    cells: cells.get_mut(..rates.len()).unwrap_or_default(),
-                    slots: slots.get_mut(..rates.len()).unwrap_or_default(),
-                    inserted: inserted.get_mut(..rates.len()).unwrap_or_default(),
-                },
-            )
-        } else {
-            let (mut hashes, mut cells) = (vec![0_u64; rates.len()], vec![None; rates.len()]);
-            let mut slots: Vec<Option<Slot<'_>>> =
-                std::iter::repeat_with(|| None).take(rates.len()).collect();
-            let mut inserted = vec![false; rates.len()];
-            self.commit_charges(
-                commit,
-                now,
-                &guard,
-                Scratch {
-                    hashes: &mut hashes,
-                    cells: &mut cells,
-                    slots: &mut slots,
-                    inserted: &mut inserted,
-                },
-            )
+        // Scratch on the stack in the smallest size class that holds the charges: a commit of
+        // one charge writes one of each, not `INLINE_CHARGES` (~0.5 KB of stores per call).
+        match rates.len() {
+            1 => self.commit_inline::<1>(commit, now, &guard),
+            2 => self.commit_inline::<2>(commit, now, &guard),
+            3 | 4 => self.commit_inline::<4>(commit, now, &guard),
+            count if count <= INLINE_CHARGES => {
+                self.commit_inline::<INLINE_CHARGES>(commit, now, &guard)
+            }
+            _ => {
+                let (mut hashes, mut cells) = (vec![0_u64; rates.len()], vec![None; rates.len()]);
+                let mut slots: Vec<Option<Slot<'_>>> =
+                    std::iter::repeat_with(|| None).take(rates.len()).collect();
+                let mut inserted = vec![false; rates.len()];
+                self.commit_charges(
+                    commit,
+                    now,
+                    &guard,
+                    Scratch {
+                        hashes: &mut hashes,
+                        cells: &mut cells,
+                        slots: &mut slots,
+                        inserted: &mut inserted,
+                    },
+                )
+            }
         }
+    }
+}
+
+impl InMemoryStore {
+    /// [`InMemoryStore::commit_charges`] with its scratch in arrays of `N` (at least the
+    /// number of charges).
+    fn commit_inline<const N: usize>(
+        &self,
+        commit: &Commit<'_>,
+        now: DateTime<Utc>,
+        guard: &LocalGuard<'_>,
+    ) -> Result<(), CommitRefusal> {
+        let count = commit.rates.len();
+        let mut hashes = [0_u64; N];
+        let mut cells = [None; N];
+        let mut slots: [Option<Slot<'_>>; N] = std::array::from_fn(|_| None);
+        let mut inserted = [false; N];
+        self.commit_charges(
+            commit,
+            now,
+            guard,
+            Scratch {
+                hashes: hashes.get_mut(..count).unwrap_or_default(),
+                cells: cells.get_mut(..count).unwrap_or_default(),
+                slots: slots.get_mut(..count).unwrap_or_default(),
+                inserted: inserted.get_mut(..count).unwrap_or_default(),
+            },
+        )
     }
 }
 
@@ -783,6 +805,36 @@ mod tests {
         store.commit(&process_commit(&rates), at(0)).unwrap();
         assert!(store.commit(&process_commit(&rates), at(0)).is_err());
         assert_eq!(store.rate_key_count(), 200);
+    }
+
+    #[test]
+    fn commits_of_every_size_charge_their_last_key() {
+        // The scratch is an array of 1, 2, 4 or 16 charges, or on the heap past 16: in each,
+        // the last charge is taken and then refuses.
+        let tight = RateSpec::Window {
+            count: 1,
+            per: Duration::from_nanos(10),
+        };
+        for count in 1..=17_u32 {
+            let store = InMemoryStore::new();
+            let keys: Vec<Vec<u8>> = (0..count).map(|i| i.to_le_bytes().to_vec()).collect();
+            let rates: Vec<RateCharge<'_>> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| RateCharge {
+                    key,
+                    spec: if i + 1 == keys.len() { tight } else { WINDOW },
+                })
+                .collect();
+            store.commit(&process_commit(&rates), at(0)).unwrap();
+            assert_eq!(
+                store.commit(&process_commit(&rates), at(1)),
+                Err(CommitRefusal::RateLimited {
+                    charge: keys.len() - 1
+                }),
+                "{count} charges"
+            );
+        }
     }
 
     #[test]
