@@ -1702,9 +1702,12 @@ fn every_rate_limit_of_a_capability_is_charged_whatever_their_number() {
     for count in [1usize, 2, 3, 4, 5, 15, 16] {
         for tight in [0, count / 2, count - 1] {
             let limits: Vec<String> = (0..count)
-                .map(|i| match i == tight {
-                    true => "1 per minute".to_owned(),
-                    false => format!("{} per minute", 100 + i),
+                .map(|i| {
+                    if i == tight {
+                        "1 per minute".to_owned()
+                    } else {
+                        format!("{} per minute", 100 + i)
+                    }
                 })
                 .collect();
             let (engine, _clock) = stateful(&rate_skill(&limits.join("\n    rateLimit ")));

@@ -508,6 +508,14 @@ impl StateStore for InMemoryStore {
     }
 }
 
+/// Per-charge space for one commit, each slice as long as its charges.
+struct Scratch<'s, 'g> {
+    hashes: &'s mut [u64],
+    cells: &'s mut [Option<&'g KeyCell>],
+    slots: &'s mut [Option<Slot<'g>>],
+    inserted: &'s mut [bool],
+}
+
 impl InMemoryStore {
     /// [`InMemoryStore::commit_charges`] with its scratch in arrays of `N` (at least the
     /// number of charges).
@@ -534,17 +542,7 @@ impl InMemoryStore {
             },
         )
     }
-}
 
-/// Per-charge space for one commit, each slice as long as its charges.
-struct Scratch<'s, 'g> {
-    hashes: &'s mut [u64],
-    cells: &'s mut [Option<&'g KeyCell>],
-    slots: &'s mut [Option<Slot<'g>>],
-    inserted: &'s mut [bool],
-}
-
-impl InMemoryStore {
     /// Hashes every key once, locks the keys' states (inserting new keys), commits under those
     /// locks, releases them, and only then lets each new key sweep its shard, so that no sweep
     /// can forget a key this commit has yet to charge. A refused commit takes its new keys out
