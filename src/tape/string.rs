@@ -13,7 +13,7 @@
 mod block;
 
 use super::ErrorKind;
-use block::{special_in_block, special_in_block_from};
+use block::{Stop, special_in_block, special_in_block_from};
 
 /// What a string scan found about the body between the quotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,15 +31,15 @@ pub(super) struct ScannedString {
 /// by a `\u` low surrogate, and the body must be UTF-8.
 #[inline(always)]
 pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (usize, ErrorKind)> {
-    // The common case: plain ASCII up to the closing quote.
-    let pos = find_special::<true>(bytes, start);
-    match bytes.get(pos) {
-        Some(b'"') => Ok(ScannedString {
-            end: pos,
+    // The common case: plain ASCII up to the closing quote, which the scan's compares name.
+    let found = find_special::<true>(bytes, start);
+    if found.quote {
+        return Ok(ScannedString {
+            end: found.at,
             escaped: false,
-        }),
-        _ => scan_string_rest(bytes, start, pos),
+        });
     }
+    scan_string_rest(bytes, start, found.at)
 }
 
 /// [`scan_string`] from `pos`, the first escape, control or non-ASCII byte of the body (or the
@@ -69,9 +69,9 @@ fn scan_string_rest(
             None => return Err((pos, ErrorKind::UnexpectedEnd)),
         }
         pos = if non_ascii {
-            find_special::<false>(bytes, pos)
+            find_special::<false>(bytes, pos).at
         } else {
-            find_special::<true>(bytes, pos)
+            find_special::<true>(bytes, pos).at
         };
     }
     if non_ascii {
@@ -85,22 +85,42 @@ fn scan_string_rest(
     Ok(ScannedString { end: pos, escaped })
 }
 
-/// The index of the first byte at or after `pos` that is `"`, `\`, below 0x20 or (when
-/// `STOP_ON_HIGH`) at least 0x80; `bytes.len()` when there is none. The first 32 bytes are two
+/// Where [`find_special`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Found {
+    /// The index of the special byte; the input's length when there is none.
+    at: usize,
+    /// The byte at `at` is `"` (false at the end of the input).
+    quote: bool,
+}
+
+impl Found {
+    /// The special byte `stop` of the block that starts at index `block`.
+    #[inline(always)]
+    fn in_block(block: usize, stop: Stop) -> Self {
+        Found {
+            at: block + stop.offset,
+            quote: stop.quote,
+        }
+    }
+}
+
+/// The first byte at or after `pos` that is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at
+/// least 0x80, and whether it is `"`; `bytes.len()` when there is none. The first 32 bytes are two
 /// 16-byte blocks of one branch each ([`special_in_block`]: keys, addresses and timestamps end
 /// there); after that, 64 bytes per step with vector compares ([`any_special`]), and the
 /// 16-byte blocks again for the block that holds the byte and for the rest. Under 16 bytes
 /// from the end of the input, the input's last 16 bytes ([`find_special_in_tail`]).
 #[inline(always)]
-fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
+fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> Found {
     let mut after = bytes.get(pos..).unwrap_or_default();
     let mut at = pos;
     for _ in 0..2 {
         let Some((block, rest)) = after.split_first_chunk::<16>() else {
             return find_special_in_tail::<STOP_ON_HIGH>(bytes, at);
         };
-        if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
-            return at + found;
+        if let Some(stop) = special_in_block::<STOP_ON_HIGH>(block) {
+            return Found::in_block(at, stop);
         }
         at += 16;
         after = rest;
@@ -115,8 +135,8 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
         after = rest;
     }
     while let Some((block, rest)) = after.split_first_chunk::<16>() {
-        if let Some(found) = special_in_block::<STOP_ON_HIGH>(block) {
-            return at + found;
+        if let Some(stop) = special_in_block::<STOP_ON_HIGH>(block) {
+            return Found::in_block(at, stop);
         }
         at += 16;
         after = rest;
@@ -129,25 +149,31 @@ fn find_special<const STOP_ON_HIGH: bool>(bytes: &[u8], pos: usize) -> usize {
 /// request's last member often does, ends in this block); byte by byte in an input shorter
 /// than 16 bytes.
 #[inline(always)]
-fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> usize {
+fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> Found {
     if let Some(start) = bytes.len().checked_sub(16)
         && let Some(block) = bytes.get(start..).and_then(|b| b.first_chunk::<16>())
     {
         // `at` lies in the block (it is under 16 bytes from the end): `skip` is below 16.
         let skip = at.saturating_sub(start);
         return match special_in_block_from::<STOP_ON_HIGH>(block, skip) {
-            Some(found) => start + found,
-            None => bytes.len(),
+            Some(stop) => Found::in_block(start, stop),
+            None => Found {
+                at: bytes.len(),
+                quote: false,
+            },
         };
     }
     let mut at = at;
     for &byte in bytes.get(at..).unwrap_or_default() {
         if is_special::<STOP_ON_HIGH>(byte) {
-            break;
+            return Found {
+                at,
+                quote: byte == b'"',
+            };
         }
         at += 1;
     }
-    at
+    Found { at, quote: false }
 }
 
 /// Whether `bytes` holds a byte a JSON string must escape (`"`, `\` or a control character):
@@ -390,6 +416,15 @@ mod tests {
         scan_string(text, 0)
     }
 
+    /// What [`find_special`] must answer when it stops at `at` in `bytes`: whether that byte is
+    /// the quote is read from the byte itself.
+    fn found(bytes: &[u8], at: usize) -> Found {
+        Found {
+            at,
+            quote: bytes.get(at) == Some(&b'"'),
+        }
+    }
+
     #[test]
     fn the_swar_scan_finds_each_special_byte_at_every_position() {
         for len in 0..20 {
@@ -397,14 +432,18 @@ mod tests {
                 let mut body = vec![b'a'; len];
                 body.push(special);
                 body.extend_from_slice(b"xxxxxxxxxx\"");
-                assert_eq!(find_special::<true>(&body, 0), len, "{len} {special}");
-                assert_eq!(find_special::<false>(&body, 0), len, "{len} {special}");
+                let expected = found(&body, len);
+                assert_eq!(find_special::<true>(&body, 0), expected, "{len} {special}");
+                assert_eq!(find_special::<false>(&body, 0), expected, "{len} {special}");
             }
             let mut body = vec![b'a'; len];
             body.push(0xC3);
             body.extend_from_slice(b"xxxxxxxxxx\"");
-            assert_eq!(find_special::<true>(&body, 0), len);
-            assert_eq!(find_special::<false>(&body, 0), body.len() - 1);
+            assert_eq!(find_special::<true>(&body, 0), found(&body, len));
+            assert_eq!(
+                find_special::<false>(&body, 0),
+                found(&body, body.len() - 1)
+            );
         }
     }
 
@@ -420,40 +459,42 @@ mod tests {
                         let mut body = vec![b'a'; start + len];
                         body.push(special);
                         body.extend(std::iter::repeat_n(b'"', after));
-                        let found = start + len;
+                        let at = start + len;
                         assert_eq!(
                             find_special::<true>(&body, start),
-                            found,
+                            found(&body, at),
                             "{start} {len} {after} {special}"
                         );
                         // Without stopping on high bytes, the scan passes 0xC3 and stops at the
                         // next byte (a quote, or the end of the input).
-                        let expected = if special == 0xC3 { found + 1 } else { found };
+                        let expected = if special == 0xC3 { at + 1 } else { at };
                         assert_eq!(
                             find_special::<false>(&body, start),
-                            expected,
+                            found(&body, expected),
                             "{start} {len} {after} {special}"
                         );
                     }
                 }
                 let plain = vec![b'a'; start + len];
-                assert_eq!(find_special::<true>(&plain, start), plain.len());
-                assert_eq!(find_special::<false>(&plain, start), plain.len());
+                let end = found(&plain, plain.len());
+                assert_eq!(find_special::<true>(&plain, start), end);
+                assert_eq!(find_special::<false>(&plain, start), end);
             }
         }
         assert_eq!(
             find_special::<true>(b"abc", 5),
-            5,
+            found(b"abc", 5),
             "a start past the end finds nothing"
         );
     }
 
     /// The first byte at or after `pos` that [`find_special`] must stop at, one byte at a time.
-    fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> usize {
+    fn reference(bytes: &[u8], pos: usize, stop_on_high: bool) -> Found {
         let stops = |b: u8| b == b'"' || b == b'\\' || b < 0x20 || (stop_on_high && b >= 0x80);
-        (pos..bytes.len())
+        let at = (pos..bytes.len())
             .find(|&i| bytes.get(i).is_some_and(|&b| stops(b)))
-            .unwrap_or(bytes.len().max(pos))
+            .unwrap_or(bytes.len().max(pos));
+        found(bytes, at)
     }
 
     /// Both kinds of scan of `body` from `start` agree with [`reference`].
