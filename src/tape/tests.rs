@@ -180,15 +180,23 @@ fn duplicate_keys_are_compared_after_decoding_escapes() {
 
 #[test]
 fn duplicates_are_found_among_keys_that_share_a_filter_bit() {
-    // `skill` and `operation` share their one-word filter bit (length, first and last byte
-    // mixed): a key with that bit is compared with the earlier keys that have it, and only
-    // those, so the duplicate is found wherever it stands.
-    accepted(r#"{"skill":1,"operation":2}"#);
-    refused(br#"{"skill":1,"operation":2,"x":0,"operation":3}"#);
-    refused(br#"{"operation":2,"skill":1,"x":0,"skill":3}"#);
+    // `start` and `state` share their one-word filter bit (length and first two bytes mixed):
+    // a key with that bit is compared with the earlier keys that have it, and only those, so
+    // the duplicate is found wherever it stands.
+    assert_eq!(
+        scan::key_filter_bit(b"start"),
+        scan::key_filter_bit(b"state")
+    );
+    accepted(r#"{"start":1,"state":2}"#);
+    refused(br#"{"start":1,"state":2,"x":0,"state":3}"#);
+    refused(br#"{"state":2,"start":1,"x":0,"start":3}"#);
     // Earlier keys with escapes are always compared, whatever their bit.
-    refused(br#"{"sk\u0069ll":1,"x":0,"skill":2}"#);
-    refused(br#"{"skill":1,"x":0,"sk\u0069ll":2}"#);
+    refused(br#"{"st\u0061rt":1,"x":0,"start":2}"#);
+    refused(br#"{"start":1,"x":0,"st\u0061rt":2}"#);
+    // Keys of no byte or one byte: the filter reads no byte past the key's body.
+    refused(br#"{"":1,"" :2}"#);
+    refused(br#"{"a":1,"a" :2}"#);
+    accepted(r#"{"":1,"a":2,"b" :3}"#);
     // Fifteen distinct names (an object small enough for the linear scan) are accepted, and
     // any one of them repeated at the end is refused.
     let names: Vec<String> = (b'a'..=b'z')
