@@ -1,7 +1,8 @@
 //! One 16-byte block of a string body: the offset of its first byte a string scan stops at
-//! (`"`, `\`, below 0x20, and — when `STOP_ON_HIGH` — at least 0x80).
+//! (`"`, `\`, below 0x20, and — when `STOP_ON_HIGH` — at least 0x80), and whether that byte is
+//! the quote ([`Stop`]).
 //!
-//! With SSE2 (every x86-64) it is three byte compares and a `pmovmskb`, through `safe_arch`'s
+//! With SSE2 (every x86-64) it is three byte compares and two `pmovmskb`s, through `safe_arch`'s
 //! safe wrappers of the intrinsics (this crate denies `unsafe`): the two SWAR words it replaced
 //! cost about twice the instructions, and most of a request's parse is this scan. Elsewhere it is
 //! the two SWAR words (module `words`), which the tests also hold to the vector version on x86.
