@@ -1,8 +1,9 @@
 //! JSON strings on the tape: the one-pass scan that validates a string where it lies, and the
 //! lazy decoding of its escapes when a caller reads it.
 //!
-//! - [`scan_string`] finds a string's closing quote 16 bytes at a time (SSE2 compares and a
-//!   `pmovmskb` through `safe_arch`; two SWAR words over `u64`s on other targets) and 64 at a
+//! - [`scan_string`] finds a string's closing quote 16 bytes at a time (SSE2 compares and
+//!   `pmovmskb`s through `safe_arch`, which also tell whether the byte they stop at is the
+//!   quote; two SWAR words over `u64`s on other targets) and 64 at a
 //!   time in long strings (byte compares the compiler vectorises), stopping only at `"`, `\`,
 //!   control characters and (until the first one is seen) bytes ≥ 0x80; it checks every escape
 //!   as serde_json does and validates UTF-8 only for strings that hold a non-ASCII byte.

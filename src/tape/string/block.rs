@@ -123,7 +123,7 @@ mod words {
     pub(crate) fn special_in_block<const STOP_ON_HIGH: bool>(block: &[u8; 16]) -> Option<Stop> {
         let (low, high) = block.split_at(8);
         // A half that is not 8 bytes (impossible) reads as NUL bytes, which are special for
-        // both kinds of scan: the scan stops there and the caller examines the byte itself.
+        // both kinds of scan: the scan stops there, and the quote flag reads the byte itself.
         let word = |half: &[u8]| <[u8; 8]>::try_from(half).map_or(0, u64::from_le_bytes);
         let (low, high) = (
             special::<STOP_ON_HIGH>(word(low)),
