@@ -72,12 +72,27 @@ pub(super) const SWEEP_FROM: usize = 32;
 struct Padded<T>(T);
 
 /// One key's state, and what finds it again.
+///
+/// The state (its lock word and the state itself) is the only part of the table a call writes,
+/// so it starts the cell and the cell starts a cache line: the state fills that line alone.
+/// Its partner in the 128-byte pair that the adjacent-line prefetcher fetches together is this
+/// cell's own too: the line after it (the hash and the key), or the line before it, which
+/// holds the `Arc`'s reference counts (written only when a key is inserted or forgotten).
+///
+/// Without the alignment a cell shared its lines with whatever the allocator had put next to
+/// it, and in a heap whose freed memory had been reused that was often another thread's cell,
+/// key or map entry: two threads on distinct keys wrote lines the other read, and target 5's
+/// two-thread rounds fell from ~1.9× one thread's throughput to ~1.3–1.5× in about half of
+/// them. Padding the state with 48 bytes of the cell on each side, which keeps its lines but
+/// not their pair partners to itself, did not help (session 28, `docs/performance.md`). The
+/// alignment costs ~100 bytes per key.
+#[repr(C, align(64))]
 pub(super) struct KeyCell {
+    /// `None` once forgotten: the cell is no longer in the table, and the key is looked up again.
+    state: Mutex<Option<RateState>>,
     /// The table's hash of `key` ([`RateTable::hash`]).
     hash: u64,
     key: Box<[u8]>,
-    /// `None` once forgotten: the cell is no longer in the table, and the key is looked up again.
-    state: Mutex<Option<RateState>>,
     /// Set by the commit that inserted the cell until it has locked it; a sweep leaves a fresh
     /// cell alone, though its state (absent at the floor) is idle.
     fresh: AtomicBool,

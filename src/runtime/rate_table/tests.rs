@@ -372,3 +372,38 @@ proptest! {
         }
     }
 }
+
+/// Regression (session 28): a key's state shared cache lines with neighbouring allocations, so
+/// two threads on distinct keys slowed each other. The state must fill a line of its own, and
+/// the other line of its 128-byte pair (fetched with it by the adjacent-line prefetcher) must
+/// not be another cell's.
+#[test]
+fn a_cells_state_fills_a_cache_line_of_its_own() {
+    assert_eq!(std::mem::align_of::<KeyCell>(), 64);
+    assert_eq!(std::mem::offset_of!(KeyCell, state), 0);
+    assert_eq!(std::mem::size_of::<Mutex<Option<RateState>>>(), 64);
+    assert_eq!(std::mem::offset_of!(KeyCell, hash), 64);
+    assert_eq!(std::mem::size_of::<KeyCell>(), 128);
+    let table = one_shard();
+    let guard = table.guard();
+    let cells: Vec<usize> = (0..256)
+        .map(|i| {
+            assert!(admit(&table, &key(i), &bucket(1, 1_000, 10), BASE));
+            let probe = Probe {
+                hash: table.hash(&key(i)),
+                key: &key(i),
+            };
+            let cell = table.find(probe, &guard).expect("the key was inserted");
+            std::ptr::from_ref(cell).addr()
+        })
+        .collect();
+    for &cell in &cells {
+        assert_eq!(cell % 64, 0, "a cell that does not start a line");
+        let partner = cell ^ 64;
+        let foreign = cells
+            .iter()
+            .filter(|&&other| other != cell)
+            .any(|&other| (other..other + 128).contains(&partner));
+        assert!(!foreign, "the state's pair partner is another cell's line");
+    }
+}
