@@ -18,6 +18,7 @@
 pub mod clock;
 mod error;
 mod grants;
+mod instants;
 pub mod rate;
 mod rate_table;
 mod store;

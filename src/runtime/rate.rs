@@ -17,10 +17,11 @@
 //! instant)`, so a clock set earlier never frees a slot; a bucket's test `tat − now ≤ τ` only gets
 //! stricter as `now` decreases. See `docs/runtime.md` for the argument.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+
+use super::instants::Instants;
 
 /// The largest `N` a plain sliding window enforces; larger windows must use `burst` (§5.3).
 ///
@@ -209,7 +210,7 @@ const SHRINK_ABOVE: usize = 16;
 // INVARIANT (window-order): `allowed` is sorted ascending and no element is after `clock`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SlidingWindow {
-    allowed: VecDeque<i64>,
+    allowed: Instants,
     /// The window's high-water mark: the latest instant it admitted a call at, or the floor it
     /// was created with ([`RateState::absent`]); `i64::MIN` for fresh state.
     clock: i64,
@@ -229,7 +230,7 @@ impl SlidingWindow {
     fn since(floor: i128) -> Self {
         let clock = i64::try_from(floor).unwrap_or(if floor < 0 { i64::MIN } else { i64::MAX });
         Self {
-            allowed: VecDeque::new(),
+            allowed: Instants::default(),
             clock,
             period: 0,
         }
@@ -254,7 +255,7 @@ impl SlidingWindow {
     }
 
     fn live_calls(&self, start: i128) -> usize {
-        let stale = self.allowed.partition_point(|&t| i128::from(t) <= start);
+        let stale = self.allowed.partition_point(|t| i128::from(t) <= start);
         self.allowed.len().saturating_sub(stale)
     }
 
@@ -269,16 +270,14 @@ impl SlidingWindow {
         let Some((now, start)) = self.bounds(limit, now) else {
             return false;
         };
-        while self
-            .allowed
-            .front()
-            .is_some_and(|&t| i128::from(t) <= start)
-        {
+        while self.allowed.front().is_some_and(|t| i128::from(t) <= start) {
             self.allowed.pop_front();
         }
-        if u64::try_from(self.allowed.len()).is_ok_and(|live| live < limit.count) {
+        // A window that cannot store the instant refuses the call: it could not count it.
+        if u64::try_from(self.allowed.len()).is_ok_and(|live| live < limit.count)
             // INVARIANT (window-order): `now` is at least `clock`, so at least every element.
-            self.allowed.push_back(now);
+            && self.allowed.push_back(now)
+        {
             self.clock = now;
             self.period = i64::try_from(limit.period).unwrap_or(i64::MAX);
             true
