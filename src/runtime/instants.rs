@@ -9,6 +9,10 @@
 //! window keys scaled 1.89–1.92× one thread's throughput with blocks, 1.79–1.84× with a
 //! `VecDeque<i64>`; the price is an aligned allocation when a window first stores an instant
 //! (~0.5 µs more per new key in a table of 1 M) and at least 64 bytes per window that holds any.
+//! A ring's first or last block may still have a neighbour's line as the other half of its
+//! 128-byte pair, which adjacent-line prefetchers fetch together (the key cells close that too,
+//! `rate_table.rs`); blocks aligned to 128 bytes would, at twice the smallest ring. At 64 the
+//! window keys already scaled as bucket keys do, so the smaller ring was kept.
 
 /// Instants per block: one 64-byte cache line of `i64`.
 const PER_BLOCK: usize = 8;

@@ -77,7 +77,9 @@ struct Padded<T>(T);
 /// so it starts the cell and the cell starts a cache line: the state fills that line alone.
 /// Its partner in the 128-byte pair that the adjacent-line prefetcher fetches together is this
 /// cell's own too: the line after it (the hash and the key), or the line before it, which
-/// holds the `Arc`'s reference counts (written only when a key is inserted or forgotten).
+/// holds the `Arc`'s reference counts (written only when a key is inserted or forgotten). On
+/// CPUs with 128-byte lines the line that holds the state is one of those same two pairs, so
+/// it is the cell's own there too.
 ///
 /// Without the alignment a cell shared its lines with whatever the allocator had put next to
 /// it, and in a heap whose freed memory had been reused that was often another thread's cell,
