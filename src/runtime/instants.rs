@@ -87,11 +87,7 @@ impl Instants {
             return false;
         }
         let slot = self.slot(self.len());
-        let Some(place) = self
-            .blocks
-            .get_mut(slot / PER_BLOCK)
-            .and_then(|block| block.0.get_mut(slot % PER_BLOCK))
-        else {
+        let Some(place) = slot_mut(&mut self.blocks, slot) else {
             return false;
         };
         *place = instant;
@@ -120,7 +116,7 @@ impl Instants {
         let want = capacity.max(self.len());
         if want == 0 {
             *self = Self::default();
-        } else if want.div_ceil(PER_BLOCK).next_power_of_two() < self.blocks.len() {
+        } else if blocks_for(want) < self.blocks.len() {
             // Shrinking to the instants held cannot fail; should it, nothing changes.
             let _ = self.resize(want);
         }
@@ -135,19 +131,18 @@ impl Instants {
     /// one block, a power of two of them); false (nothing changed) if that cannot hold them or
     /// its slots do not fit in `u32`.
     fn resize(&mut self, capacity: usize) -> bool {
-        let blocks = capacity.max(1).div_ceil(PER_BLOCK).next_power_of_two();
+        let blocks = blocks_for(capacity);
         let slots = blocks.saturating_mul(PER_BLOCK);
         if slots < self.len() || u32::try_from(slots).is_err() {
             return false;
         }
         let mut ring = vec![Block::default(); blocks].into_boxed_slice();
         for (slot, instant) in self.iter().enumerate() {
-            if let Some(place) = ring
-                .get_mut(slot / PER_BLOCK)
-                .and_then(|block| block.0.get_mut(slot % PER_BLOCK))
-            {
-                *place = instant;
-            }
+            // Every instant has a slot below `slots`; one without would be lost, so refuse.
+            let Some(place) = slot_mut(&mut ring, slot) else {
+                return false;
+            };
+            *place = instant;
         }
         self.blocks = ring;
         self.head = 0;
@@ -155,7 +150,20 @@ impl Instants {
     }
 }
 
-/// A `u32` count or slot as a `usize` (lossless on every target capgate builds for).
+/// How many blocks a ring of at least `capacity` slots has: at least one, a power of two.
+fn blocks_for(capacity: usize) -> usize {
+    capacity.max(1).div_ceil(PER_BLOCK).next_power_of_two()
+}
+
+/// The place of `slot` in `blocks`.
+fn slot_mut(blocks: &mut [Block], slot: usize) -> Option<&mut i64> {
+    blocks
+        .get_mut(slot / PER_BLOCK)
+        .and_then(|block| block.0.get_mut(slot % PER_BLOCK))
+}
+
+/// A `u32` count or slot as a `usize` (lossless on every target capgate builds for). The
+/// tape has its own; this layer depends on nothing but std and chrono.
 fn usize_from(n: u32) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
