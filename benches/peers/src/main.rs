@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use capgate::{Engine, Limits, PolicyLoader, Request, Verdict};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::harness::{Row, Stage};
 
@@ -46,31 +46,42 @@ impl Variant {
     }
 }
 
-/// The scenario's request: ~1 KB payload with 5 attendees and a 600-character description.
-pub fn request(variant: Variant) -> Value {
+/// The scenario's request as bytes: ~1 KB payload with 5 attendees and a 600-character
+/// description, members in the issue's order (the envelope, then summary, organizer, attendees,
+/// start, end, location, description).
+///
+/// Written out rather than serialized from a `Value`: `serde_json::to_vec` writes a map's
+/// members in the map's order, which is alphabetical in the own build and insertion order in
+/// the cedar build (cedar-policy turns on `preserve_order` for the whole build), so the two
+/// builds timed different bytes until session 29. The same bytes in another order parse ~5 %
+/// faster with the same instructions (docs/performance.md, session 29).
+pub fn request_bytes(variant: Variant) -> Vec<u8> {
     let last = match variant {
         Variant::Allow => "erin@example.com",
         Variant::DenyLast => "eve@evil.com",
     };
-    json!({
-        "skill": "meeting-scheduler",
-        "operation": "POST",
-        "resource": "https://calendar.example.com/v3/calendars/primary/events",
-        "agent": {"id": "agent-7", "email": "sched-bot@example.com", "org": "acme"},
-        "payload": {
-            "summary": "Quarterly planning sync",
-            "organizer": {"email": "sched-bot@example.com"},
-            "attendees": [
-                {"email": "alice@example.com"}, {"email": "bob@example.com"},
-                {"email": "carol@example.com"}, {"email": "dave@example.com"},
-                {"email": last}
-            ],
-            "start": "2026-12-01T15:00:00Z",
-            "end": "2026-12-01T16:00:00Z",
-            "location": "Room 4, 3rd floor",
-            "description": "Agenda: ".to_owned() + &"review the plan; ".repeat(36)[..592]
-        }
-    })
+    let description = "Agenda: ".to_owned() + &"review the plan; ".repeat(36)[..592];
+    format!(
+        concat!(
+            r#"{{"skill":"meeting-scheduler","operation":"POST","#,
+            r#""resource":"https://calendar.example.com/v3/calendars/primary/events","#,
+            r#""agent":{{"id":"agent-7","email":"sched-bot@example.com","org":"acme"}},"#,
+            r#""payload":{{"summary":"Quarterly planning sync","#,
+            r#""organizer":{{"email":"sched-bot@example.com"}},"#,
+            r#""attendees":[{{"email":"alice@example.com"}},{{"email":"bob@example.com"}},"#,
+            r#"{{"email":"carol@example.com"}},{{"email":"dave@example.com"}},{{"email":"{last}"}}],"#,
+            r#""start":"2026-12-01T15:00:00Z","end":"2026-12-01T16:00:00Z","#,
+            r#""location":"Room 4, 3rd floor","description":"{description}"}}}}"#
+        ),
+        last = last,
+        description = description
+    )
+    .into_bytes()
+}
+
+/// The scenario's request as a `Value` (read from [`request_bytes`]).
+pub fn request(variant: Variant) -> Value {
+    serde_json::from_slice(&request_bytes(variant)).expect("the scenario request is JSON")
 }
 
 /// `PEERS_ITERATIONS` (default 1,000,000): how many calls a profiling loop makes.
@@ -147,7 +158,7 @@ fn main() {
             let value = request(variant);
             Inputs {
                 variant,
-                bytes: serde_json::to_vec(&value).unwrap(),
+                bytes: request_bytes(variant),
                 payload: value["payload"].clone(),
                 parsed: Request::from_value(value.clone(), &Limits::DEFAULT).unwrap(),
                 #[cfg(feature = "cedar")]
