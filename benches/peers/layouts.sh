@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Target 2 (from bytes against the `IgnoredAny` floor) over many code layouts of the same code.
+#
+# On the shared hosts of docs/performance.md a rebuild moves the from-bytes ratio by 5-10 %
+# through where the linker puts the functions alone, the floor's included. One binary is one
+# draw of that. This script draws several: it links the peers binary once per seed with lld's
+# `--shuffle-sections` over the code sections (the objects are the same; only their order in
+# `.text` changes), for the own build (`--no-default-features`) and the cedar build (the
+# default), then times every binary's split rows in back-to-back pairs with the floor
+# (`PEERS_SPLIT=paired`), alternating the binaries, and prints each one's paired ratios.
+#
+#   benches/peers/layouts.sh [SEEDS] [PASSES]
+#
+# SEEDS (default "0 1 2 3 4 5"; 0 is the linker's own order) and PASSES (default 2: every binary
+# is run that many times, all binaries once per pass) as arguments; PEERS_ROUNDS (default 3)
+# rounds per run. Binaries go to $LAYOUTS_DIR (default target/layouts); the builds use
+# $OWN_TARGET and $CEDAR_TARGET as cargo target directories (default target/peers-own and
+# target/peers-cedar) so that only the final link is redone per seed. Needs the toolchain's
+# default linker on x86_64 Linux (rust-lld since Rust 1.90).
+set -euo pipefail
+
+seeds=${1:-"0 1 2 3 4 5"}
+passes=${2:-2}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+manifest="$root/benches/peers/Cargo.toml"
+out=${LAYOUTS_DIR:-"$root/target/layouts"}
+own_target=${OWN_TARGET:-"$root/target/peers-own"}
+cedar_target=${CEDAR_TARGET:-"$root/target/peers-cedar"}
+mkdir -p "$out"
+
+build() {
+    local name=$1 target=$2 seed=$3
+    shift 3
+    local link=()
+    if [ "$seed" != 0 ]; then
+        link=(-C "link-arg=-Wl,--shuffle-sections=.text*=$seed")
+    fi
+    CARGO_TARGET_DIR=$target cargo rustc --quiet --release --manifest-path "$manifest" \
+        --bin capgate-peers "$@" -- "${link[@]}"
+    cp "$target/release/capgate-peers" "$out/$name-$seed"
+}
+
+for seed in $seeds; do
+    echo "linking seed $seed" >&2
+    build own "$own_target" "$seed" --no-default-features
+    build cedar "$cedar_target" "$seed"
+done
+
+echo "| binary | pass | floor | parse alone | check_doc on a parsed tape | check_slice |"
+echo "|---|---:|---:|---:|---:|---:|"
+for pass in $(seq 1 "$passes"); do
+    for seed in $seeds; do
+        for build in own cedar; do
+            bin="$out/$build-$seed"
+            table=$(PEERS_SPLIT=paired PEERS_ROUNDS=${PEERS_ROUNDS:-3} "$bin" 2>/dev/null)
+            # The paired column of a row: its ratio to the floor measured in back-to-back pairs.
+            paired() { grep -F "| $1 |" <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $8); print $8}'; }
+            floor=$(grep -F '| IgnoredAny scan (floor)' <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $5); print $5}')
+            echo "| $build-$seed | $pass | $floor | $(paired 'Tape::parse alone') | $(paired 'check_doc on a parsed tape') | $(paired 'check_slice') |"
+        done
+    done
+done
