@@ -7,7 +7,8 @@
 # `--shuffle-sections` over the code sections (the objects are the same; only their order in
 # `.text` changes), for the own build (`--no-default-features`) and the cedar build (the
 # default), then times every binary's split rows in back-to-back pairs with the floor
-# (`PEERS_SPLIT=paired`), alternating the binaries, and prints each one's paired ratios.
+# (`PEERS_SPLIT=paired`), alternating the binaries, and prints each one's paired ratios, then
+# each build's median and range of the `check_slice` ratio.
 #
 #   benches/peers/layouts.sh [SEEDS] [PASSES]
 #
@@ -48,6 +49,8 @@ done
 
 echo "| binary | pass | floor | parse alone | check_doc on a parsed tape | check_slice |"
 echo "|---|---:|---:|---:|---:|---:|"
+# Every check_slice ratio per build, for the medians printed at the end.
+declare -A ratios=([own]="" [cedar]="")
 for pass in $(seq 1 "$passes"); do
     for seed in $seeds; do
         for build in own cedar; do
@@ -56,7 +59,21 @@ for pass in $(seq 1 "$passes"); do
             # The paired column of a row: its ratio to the floor measured in back-to-back pairs.
             paired() { grep -F "| $1 |" <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $8); print $8}'; }
             floor=$(grep -F '| IgnoredAny scan (floor)' <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $5); print $5}')
-            echo "| $build-$seed | $pass | $floor | $(paired 'Tape::parse alone') | $(paired 'check_doc on a parsed tape') | $(paired 'check_slice') |"
+            slice=$(paired 'check_slice')
+            echo "| $build-$seed | $pass | $floor | $(paired 'Tape::parse alone') | $(paired 'check_doc on a parsed tape') | $slice |"
+            ratios[$build]+=" ${slice%%×*}"
         done
     done
+done
+
+# The median and range of each build's check_slice ratios over all layouts and passes.
+echo
+for build in own cedar; do
+    # shellcheck disable=SC2086 # one ratio per word
+    printf '%s\n' ${ratios[$build]} | sort -n | awk -v build="$build" '
+        { r[NR] = $1 }
+        END {
+            median = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+            printf "%s build: check_slice median %.2f× (%.2f–%.2f×) over %d runs\n", build, median, r[1], r[NR], NR
+        }'
 done
