@@ -51,16 +51,17 @@ echo "| binary | pass | floor | parse alone | check_doc on a parsed tape | check
 echo "|---|---:|---:|---:|---:|---:|"
 # Every check_slice ratio per build, for the medians printed at the end.
 declare -A ratios=([own]="" [cedar]="")
+# Column N of the row of the last run's table ($table) whose engine starts with ROW, trimmed
+# (5: the median; 8: the ratio to the floor measured in back-to-back pairs).
+cell() { grep -F "| $1" <<<"$table" | awk -F'|' -v n="$2" '{gsub(/^ +| +$/, "", $n); print $n}'; }
 for pass in $(seq 1 "$passes"); do
     for seed in $seeds; do
         for build in own cedar; do
             bin="$out/$build-$seed"
             table=$(PEERS_SPLIT=paired PEERS_ROUNDS=${PEERS_ROUNDS:-3} "$bin" 2>/dev/null)
-            # The paired column of a row: its ratio to the floor measured in back-to-back pairs.
-            paired() { grep -F "| $1 |" <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $8); print $8}'; }
-            floor=$(grep -F '| IgnoredAny scan (floor)' <<<"$table" | awk -F'|' '{gsub(/^ +| +$/, "", $5); print $5}')
-            slice=$(paired 'check_slice')
-            echo "| $build-$seed | $pass | $floor | $(paired 'Tape::parse alone') | $(paired 'check_doc on a parsed tape') | $slice |"
+            slice=$(cell 'check_slice |' 8)
+            echo "| $build-$seed | $pass | $(cell 'IgnoredAny scan (floor)' 5) |" \
+                "$(cell 'Tape::parse alone |' 8) | $(cell 'check_doc on a parsed tape |' 8) | $slice |"
             ratios[$build]+=" ${slice%%×*}"
         done
     done
