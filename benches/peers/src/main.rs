@@ -54,7 +54,7 @@ impl Variant {
 /// Written out rather than serialized from a `Value`: `serde_json::to_vec` writes a map's
 /// members in the map's order, which is alphabetical in the own build and insertion order in
 /// the cedar build (cedar-policy turns on `preserve_order` for the whole build), so the two
-/// builds timed different bytes until session 29. The same bytes in another order parse ~5 %
+/// builds timed different bytes until session 29. The same bytes in another order parse 4–14 %
 /// faster with the same instructions (docs/performance.md, session 29).
 pub fn request_bytes(variant: Variant) -> Vec<u8> {
     let last = match variant {
