@@ -989,6 +989,53 @@ fn regex_on_a_non_string_fails() {
     fails(c, json!({"s": null}), ReasonKind::FieldMatches);
 }
 
+/// `\d`, `\w` and `\s` are ASCII (issue 40 item 14): Arabic-Indic `١٢٣` and fullwidth `１２３`
+/// are not digits, `é` is not a word character, a no-break space is not a space — and each
+/// negation takes them in. Unicode literals and `\p{..}` classes keep their meaning.
+#[test]
+fn perl_classes_are_ascii_in_field_matches() {
+    let digits = r"fieldMatches payload.s ~ /\d+/";
+    holds(digits, json!({"s": "0123456789"}));
+    for unicode in ["١٢٣", "１２３", "৩", "٣"] {
+        fails(digits, json!({ "s": unicode }), ReasonKind::FieldMatches);
+        holds(r"fieldMatches payload.s ~ /\D+/", json!({ "s": unicode }));
+        holds(
+            r"fieldMatches payload.s ~ /\p{Nd}+/",
+            json!({ "s": unicode }),
+        );
+    }
+    let word = r"fieldMatches payload.s ~ /[\w.-]+/";
+    holds(word, json!({"s": "Ab_9.-z"}));
+    fails(word, json!({"s": "café"}), ReasonKind::FieldMatches);
+    fails(word, json!({"s": "ｆｏｏ"}), ReasonKind::FieldMatches);
+    holds(r"fieldMatches payload.s ~ /caf\W/", json!({"s": "café"}));
+    // The `i` flag folds the class as written out (`[0-9A-Za-z_]`), and no further than ASCII
+    // for digits and spaces.
+    holds(r"fieldMatches payload.s ~ /\w+/i", json!({"s": "ABCxyz"}));
+    fails(
+        r"fieldMatches payload.s ~ /\d+/i",
+        json!({"s": "１"}),
+        ReasonKind::FieldMatches,
+    );
+    let space = r"fieldMatches payload.s ~ /a\sb/";
+    holds(space, json!({"s": "a b"}));
+    holds(space, json!({"s": "a\tb"}));
+    for unicode in ["a\u{a0}b", "a\u{3000}b", "a\u{2028}b", "a\u{85}b"] {
+        fails(space, json!({ "s": unicode }), ReasonKind::FieldMatches);
+        holds(r"fieldMatches payload.s ~ /a\Sb/", json!({ "s": unicode }));
+        holds(
+            r"fieldMatches payload.s ~ /a[^\s]b/",
+            json!({ "s": unicode }),
+        );
+    }
+    // Unicode literals still match themselves, case-folded under `i`.
+    holds(
+        r"fieldMatches payload.s ~ /café-\d/",
+        json!({"s": "café-1"}),
+    );
+    holds(r"fieldMatches payload.s ~ /ÉTÉ/i", json!({"s": "été"}));
+}
+
 #[test]
 fn backreferences_and_lookaround_are_compile_errors() {
     let e = load_error(&tool_skill(r"fieldMatches payload.s ~ /(a)\1/"));

@@ -12,13 +12,23 @@
 //! `regex_automata::meta::Regex` a [`regex::Regex`] wraps, configured as the regex crate
 //! configures it), built from the same syntax tree and always kept. The shortcut answers exactly
 //! what the regex answers, and the engine what a [`regex::Regex`] of the same pattern answers
-//! (property tests hold all three together).
+//! once its perl classes are made ASCII (property tests hold all three together).
+//!
+//! `\d`, `\w` and `\s` (and `\D`, `\W`, `\S`) are ASCII in every capgate regex, where the regex
+//! crate reads them as Unicode classes: `١٢٣` and `１２３` are not `\d+`. [`parse`] swaps each for
+//! the POSIX class of the same meaning (`[[:digit:]]`, `[[:word:]]`, `[[:space:]]`) in the syntax
+//! tree before it is translated, so the rest of the pattern — Unicode literals, `\p{..}` classes,
+//! `.` — keeps its Unicode meaning. A policy that wants Unicode digits writes `\p{Nd}`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use regex_automata::util::syntax;
 use regex_automata::{Input, MatchKind, meta};
+use regex_syntax::ast::{
+    self, Ast, ClassAscii, ClassAsciiKind, ClassBracketed, ClassPerl, ClassPerlKind, ClassSet,
+    ClassSetItem,
+};
+use regex_syntax::hir::translate::TranslatorBuilder;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use crate::bytes::bytes_eq;
@@ -50,11 +60,7 @@ impl Matcher {
     ) -> Result<Self, regex::Error> {
         // `regex::RegexBuilder::build` for a `&str` regex: UTF-8 syntax, leftmost-first, empty
         // matches only at character boundaries.
-        let syntax = syntax::Config::new()
-            .case_insensitive(case_insensitive)
-            .utf8(true);
-        let hir = syntax::parse_with(pattern, &syntax)
-            .map_err(|e| regex::Error::Syntax(e.to_string()))?;
+        let hir = parse(pattern, case_insensitive)?;
         let config = meta::Config::new()
             .nfa_size_limit(Some(size_limit))
             .hybrid_cache_capacity(DFA_CACHE_BYTES)
@@ -113,6 +119,111 @@ impl Matcher {
     /// True when [`Matcher::is_match`] answers without the regex engine.
     pub fn has_shortcut(&self) -> bool {
         self.shortcut.is_some()
+    }
+}
+
+/// Parses `pattern` as the regex crate does for a `&str` regex (its default syntax options, the
+/// `i` flag set to `case_insensitive`), with `\d`, `\w`, `\s` and their negations made ASCII.
+/// Errors are the regex crate's (`regex::Error::Syntax` with regex-syntax's text).
+fn parse(pattern: &str, case_insensitive: bool) -> Result<Hir, regex::Error> {
+    let syntax = |e: regex_syntax::Error| regex::Error::Syntax(e.to_string());
+    let mut ast = ast_parser().parse(pattern).map_err(|e| syntax(e.into()))?;
+    ascii_perl_classes(&mut ast);
+    TranslatorBuilder::new()
+        .utf8(true)
+        .case_insensitive(case_insensitive)
+        .build()
+        .translate(pattern, &ast)
+        .map_err(|e| syntax(e.into()))
+}
+
+/// The regex crate's syntax parser: its nesting limit (which also bounds the recursion of
+/// [`ascii_perl_classes`]), no octal escapes, whitespace significant.
+fn ast_parser() -> ast::parse::Parser {
+    ast::parse::ParserBuilder::new()
+        .nest_limit(250)
+        .octal(false)
+        .ignore_whitespace(false)
+        .build()
+}
+
+/// `pattern` with its perl classes written as the ASCII classes capgate reads them as
+/// (`\d+` → `[[:digit:]]+`, `[^\s@]` → `[^[:space:]@]`): a pattern the regex crate answers as a
+/// [`Matcher`] of `pattern` does. For the reference evaluator and the tests that hold the
+/// matcher to the regex crate.
+pub fn with_ascii_classes(pattern: &str) -> Result<String, regex::Error> {
+    let mut ast = ast_parser()
+        .parse(pattern)
+        .map_err(|e| regex::Error::Syntax(regex_syntax::Error::from(e).to_string()))?;
+    ascii_perl_classes(&mut ast);
+    let mut printed = String::with_capacity(pattern.len() + 16);
+    ast::print::Printer::new()
+        .print(&ast, &mut printed)
+        .map_err(|e| regex::Error::Syntax(e.to_string()))?;
+    Ok(printed)
+}
+
+/// Replaces every perl class (`\d`, `\W`, ...) in `ast` with the ASCII class of the same name,
+/// outside and inside brackets. Recursion is bounded by the parser's nesting limit.
+fn ascii_perl_classes(ast: &mut Ast) {
+    match ast {
+        Ast::ClassPerl(perl) => {
+            let span = perl.span;
+            let item = ClassSetItem::Ascii(ascii_class(perl));
+            *ast = Ast::class_bracketed(ClassBracketed {
+                span,
+                negated: false,
+                kind: ClassSet::Item(item),
+            });
+        }
+        Ast::ClassBracketed(class) => ascii_in_set(&mut class.kind),
+        Ast::Repetition(repetition) => ascii_perl_classes(&mut repetition.ast),
+        Ast::Group(group) => ascii_perl_classes(&mut group.ast),
+        Ast::Alternation(alternation) => alternation.asts.iter_mut().for_each(ascii_perl_classes),
+        Ast::Concat(concat) => concat.asts.iter_mut().for_each(ascii_perl_classes),
+        Ast::Empty(_)
+        | Ast::Flags(_)
+        | Ast::Literal(_)
+        | Ast::Dot(_)
+        | Ast::Assertion(_)
+        | Ast::ClassUnicode(_) => {}
+    }
+}
+
+fn ascii_in_set(set: &mut ClassSet) {
+    match set {
+        ClassSet::Item(item) => ascii_in_item(item),
+        ClassSet::BinaryOp(op) => {
+            ascii_in_set(&mut op.lhs);
+            ascii_in_set(&mut op.rhs);
+        }
+    }
+}
+
+fn ascii_in_item(item: &mut ClassSetItem) {
+    match item {
+        ClassSetItem::Perl(perl) => *item = ClassSetItem::Ascii(ascii_class(perl)),
+        ClassSetItem::Bracketed(class) => ascii_in_set(&mut class.kind),
+        ClassSetItem::Union(union) => union.items.iter_mut().for_each(ascii_in_item),
+        ClassSetItem::Empty(_)
+        | ClassSetItem::Literal(_)
+        | ClassSetItem::Range(_)
+        | ClassSetItem::Ascii(_)
+        | ClassSetItem::Unicode(_) => {}
+    }
+}
+
+/// The ASCII class a perl class stands for: `\d` is `[[:digit:]]` (`[0-9]`), `\w` is
+/// `[[:word:]]` (`[0-9A-Za-z_]`), `\s` is `[[:space:]]` (`[\t\n\v\f\r ]`), negated alike.
+fn ascii_class(perl: &ClassPerl) -> ClassAscii {
+    ClassAscii {
+        span: perl.span,
+        kind: match perl.kind {
+            ClassPerlKind::Digit => ClassAsciiKind::Digit,
+            ClassPerlKind::Space => ClassAsciiKind::Space,
+            ClassPerlKind::Word => ClassAsciiKind::Word,
+        },
+        negated: perl.negated,
     }
 }
 

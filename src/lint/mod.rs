@@ -370,7 +370,11 @@ fn matches_anything(pattern: &str) -> bool {
     let Ok(anchored) = crate::bytecode::matcher::Matcher::anchored(pattern) else {
         return false;
     };
-    let Ok(regex) = regex::Regex::new(&anchored) else {
+    let Ok(regex) = crate::bytecode::matcher::Matcher::build(
+        &anchored,
+        false,
+        crate::limits::Limits::DEFAULT.max_regex_bytes,
+    ) else {
         return false;
     };
     let long: String = "aZ09 -_.,;:!?/\\'\"()[]{}<>@#$%^&*+=~`|\té漢😀".repeat(100);

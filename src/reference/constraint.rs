@@ -89,9 +89,14 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             {
                 return Ok(false);
             }
-            let Ok(regex) = regex::RegexBuilder::new(&format!("^(?:{})$", pattern.node))
-                .case_insensitive(*case_insensitive)
-                .build()
+            // `\d`, `\w` and `\s` are ASCII (`docs/language.md`): written out as ASCII classes,
+            // the regex crate reads the pattern as the engine does.
+            let Ok(regex) =
+                crate::bytecode::matcher::with_ascii_classes(&pattern.node).and_then(|ascii| {
+                    regex::RegexBuilder::new(&format!("^(?:{ascii})$"))
+                        .case_insensitive(*case_insensitive)
+                        .build()
+                })
             else {
                 return Ok(false);
             };

@@ -1,15 +1,18 @@
 use proptest::prelude::*;
 
-use super::{Matcher, MatcherCache};
+use super::{Matcher, MatcherCache, with_ascii_classes};
 
 fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
     Matcher::build(pattern, case_insensitive, 1 << 20)
         .unwrap_or_else(|e| panic!("`{pattern}` must compile: {e}"))
 }
 
-/// The same pattern built by the regex crate itself: what the matcher must answer.
+/// The same pattern built by the regex crate itself, its perl classes written out as ASCII
+/// classes: what the matcher must answer.
 fn regex_crate(pattern: &str, case_insensitive: bool) -> regex::Regex {
-    regex::RegexBuilder::new(pattern)
+    let ascii =
+        with_ascii_classes(pattern).unwrap_or_else(|e| panic!("`{pattern}` must parse: {e}"));
+    regex::RegexBuilder::new(&ascii)
         .case_insensitive(case_insensitive)
         .size_limit(1 << 20)
         .build()
@@ -254,12 +257,89 @@ fn a_build_error_is_the_error_the_regex_crate_gives() {
         ("\\w{50}", true, 1 << 10),
     ] {
         let ours = Matcher::build(pattern, case_insensitive, limit).unwrap_err();
-        let theirs = regex::RegexBuilder::new(pattern)
-            .case_insensitive(case_insensitive)
-            .size_limit(limit)
-            .build()
-            .unwrap_err();
+        let theirs = regex::RegexBuilder::new(
+            &with_ascii_classes(pattern).unwrap_or_else(|_| pattern.to_owned()),
+        )
+        .case_insensitive(case_insensitive)
+        .size_limit(limit)
+        .build()
+        .unwrap_err();
         assert_eq!(ours, theirs, "{pattern}");
         assert_eq!(ours.to_string(), theirs.to_string(), "{pattern}");
+    }
+}
+
+/// Pieces of a pattern with a perl class, each with the same piece written with explicit ASCII
+/// ranges: the meaning `\d`, `\w` and `\s` have in capgate, spelled so that the regex crate
+/// reads it alike.
+const PERL_PIECES: &[(&str, &str)] = &[
+    (r"\d", "[0-9]"),
+    (r"\D", "[^0-9]"),
+    (r"\w", "[0-9A-Za-z_]"),
+    (r"\W", "[^0-9A-Za-z_]"),
+    (r"\s", r"[\t\n\x0B\x0C\r ]"),
+    (r"\S", r"[^\t\n\x0B\x0C\r ]"),
+    (r"[\d.]", "[0-9.]"),
+    (r"[^\s@]", r"[^\t\n\x0B\x0C\r @]"),
+    (r"[\w&&[^_]]", "[0-9A-Za-z]"),
+    (r"[[\W]a]", "[[^0-9A-Za-z_]a]"),
+    (r"\p{Nd}", r"\p{Nd}"),
+    ("é", "é"),
+    ("a", "a"),
+    (".", "."),
+];
+
+/// Characters that tell ASCII and Unicode perl classes apart, and some that do not.
+fn perl_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            'a', 'Z', '_', '7', ' ', '\t', '@', '.', 'é', 'ｆ', '١', '１', '৩', '\u{a0}',
+            '\u{3000}', '\u{2028}', '\u{85}', 'K', 'k', '\u{212a}', 'ſ',
+        ]),
+        0..6,
+    )
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    /// A pattern of perl classes answers as the same pattern with the classes spelled out in
+    /// ASCII, with and without `i`: `\d`, `\w` and `\s` never take in a Unicode digit, letter or
+    /// space, and their negations take in every one.
+    #[test]
+    fn perl_classes_answer_as_their_ascii_spelling(
+        pieces in prop::collection::vec(
+            (prop::sample::select(PERL_PIECES.to_vec()),
+             prop::sample::select(vec!["", "*", "+", "?", "{2}"])),
+            1..4,
+        ),
+        anchored in any::<bool>(),
+        case_insensitive in any::<bool>(),
+        texts in prop::collection::vec(perl_text(), 1..12),
+    ) {
+        let (mut ours, mut spelled) = (String::new(), String::new());
+        for ((perl, ascii), repeat) in &pieces {
+            ours.push_str(perl);
+            ours.push_str(repeat);
+            spelled.push_str(ascii);
+            spelled.push_str(repeat);
+        }
+        if anchored {
+            ours = Matcher::anchored(&ours).unwrap();
+            spelled = format!("^(?:{spelled})$");
+        }
+        let m = matcher(&ours, case_insensitive);
+        let re = regex::RegexBuilder::new(&spelled)
+            .case_insensitive(case_insensitive)
+            .build()
+            .unwrap();
+        for text in &texts {
+            prop_assert_eq!(
+                m.is_match(text),
+                re.is_match(text),
+                "`{}` (as `{}`, i = {}) on {:?}", ours, spelled, case_insensitive, text
+            );
+        }
     }
 }

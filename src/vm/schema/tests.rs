@@ -81,6 +81,54 @@ fn pattern_digit_class_is_ascii_like_ecma() {
     assert!(valid(json!({"pattern": "^\\p{Letter}+$"}), json!("é")));
 }
 
+/// `\d`, `\w` and `\s` are ASCII in `pattern` and `patternProperties` as in `fieldMatches`
+/// (issue 40 item 14): `\s` too, where ECMA-262 reads Unicode spaces; their negations take the
+/// Unicode characters in, and `\p{..}` classes stay Unicode.
+#[test]
+fn perl_classes_are_ascii_in_payload_schema_patterns() {
+    for unicode in ["١٢٣", "１２３", "৩"] {
+        assert!(
+            !valid(json!({"pattern": "^\\d+$"}), json!(unicode)),
+            "{unicode}"
+        );
+        assert!(
+            !valid(json!({"pattern": "^[\\d]+$"}), json!(unicode)),
+            "{unicode}"
+        );
+        assert!(
+            valid(json!({"pattern": "^\\D+$"}), json!(unicode)),
+            "{unicode}"
+        );
+        assert!(
+            valid(json!({"pattern": "^\\p{Nd}+$"}), json!(unicode)),
+            "{unicode}"
+        );
+    }
+    assert!(!valid(json!({"pattern": "^\\w+$"}), json!("ｆｏｏ")));
+    assert!(valid(json!({"pattern": "^\\w+$"}), json!("foo_9")));
+    for space in ["\u{a0}", "\u{3000}", "\u{2028}", "\u{feff}"] {
+        assert!(!valid(
+            json!({"pattern": "^a\\sb$"}),
+            json!(format!("a{space}b"))
+        ));
+        assert!(valid(
+            json!({"pattern": "^a\\Sb$"}),
+            json!(format!("a{space}b"))
+        ));
+        assert!(valid(
+            json!({"pattern": "^a[^\\s]b$"}),
+            json!(format!("a{space}b"))
+        ));
+    }
+    assert!(valid(json!({"pattern": "^a\\sb$"}), json!("a\tb")));
+    let names = json!({
+        "patternProperties": {"^\\d+$": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    assert!(valid(names.clone(), json!({"12": 1})));
+    assert!(!valid(names, json!({"١٢": 1})));
+}
+
 #[test]
 fn long_values_are_truncated_in_messages() {
     let long = "x".repeat(200);
