@@ -300,6 +300,36 @@ fn num(n: &Number) -> Option<Num> {
     }
 }
 
+/// A number's value as one key, so that two numbers have the same key exactly when
+/// [`cmp_numbers`] finds them equal: an integral value (`1`, `1.0`, `-0.0`) is the integer, any
+/// other float its bits. For hashing under JSON equality (`uniqueItems`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum NumberKey {
+    /// An integral value below 2^127 in magnitude (every `i64` and `u64`, and such floats).
+    Int(i128),
+    /// A float that is not integral, or too large for [`NumberKey::Int`].
+    Float(u64),
+}
+
+/// The [`NumberKey`] of `n`; `None` only for what [`cmp_numbers`] cannot order either.
+pub(crate) fn number_key(n: &Number) -> Option<NumberKey> {
+    /// 2^127: every integral float below it in magnitude fits an `i128` exactly.
+    const LIMIT: f64 = 1.7014118346046923e38;
+    Some(match num(n)? {
+        Num::I(i) => NumberKey::Int(i128::from(i)),
+        Num::U(u) => NumberKey::Int(i128::from(u)),
+        Num::F(f) if f.fract() == 0.0 && f.abs() < LIMIT => {
+            #[expect(
+                clippy::cast_possible_truncation,
+                reason = "f is integral and below 2^127 in magnitude: the cast is exact"
+            )]
+            let whole = f as i128;
+            NumberKey::Int(whole)
+        }
+        Num::F(f) => NumberKey::Float(f.to_bits()),
+    })
+}
+
 /// Orders an integer against a float exactly. `None` only for NaN (which JSON cannot carry).
 fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
     if f.is_nan() {

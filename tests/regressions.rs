@@ -189,27 +189,47 @@ fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bo
 /// Found in review: `payloadSchema` checks quietly stopped at the first failing member in the
 /// order the document keeps — the input's when deciding from bytes, name order for a
 /// pre-parsed request — so whether the step budget lasted into the next `anyOf` branch
-/// depended on that order. This request was allowed from its bytes (`u`, which fails the first
-/// branch, comes first) and denied pre-parsed (20,000 members sort before `u`); the second
-/// branch's `uniqueItems` spends 4,183,278 of the 4,194,304 steps.
+/// depended on that order. In this request `u`, which fails the first branch, comes first in
+/// the bytes and last in name order (after 20,000 members); the second branch — doubling
+/// `allOf`s through `$ref`, on `u`'s item and on `m1`…`m7` — spends 4,177,906 of the 4,194,304
+/// steps, so the request fits only if the first branch stops at `u`. It is refused alike from
+/// bytes and pre-parsed, as `input` (a limit, SPEC §7). (The second branch was a `uniqueItems`
+/// over 2,893 numbers until `uniqueItems` stopped comparing every pair.)
 #[test]
 fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_parsed() {
-    let engine = engine(
-        r#"skill "s" {
+    let mut defs = serde_json::Map::new();
+    for i in 0..19 {
+        let next = json!({ "$ref": format!("#/$defs/l{}", i + 1) });
+        defs.insert(format!("l{i}"), json!({ "allOf": [next, next] }));
+    }
+    defs.insert("l19".to_owned(), json!({ "type": "integer" }));
+    let mut properties = serde_json::Map::new();
+    properties.insert("u".to_owned(), json!({ "items": { "$ref": "#/$defs/l0" } }));
+    for j in 1..=7 {
+        properties.insert(format!("m{j}"), json!({ "$ref": format!("#/$defs/l{j}") }));
+    }
+    let schema = json!({
+        "$defs": defs,
+        "anyOf": [
+            { "additionalProperties": { "type": "integer" } },
+            { "properties": properties }
+        ]
+    });
+    let engine = engine(&format!(
+        r#"skill "s" {{
   version "1"
-  capability "c" {
+  capability "c" {{
     resource tool "t"
     operations call
     justification "Regression."
-    payloadSchema { "anyOf": [
-      { "additionalProperties": { "type": "integer" } },
-      { "properties": { "u": { "uniqueItems": true } } }
-    ] }
-  }
-}"#,
-    );
-    let items: Vec<String> = (0..2893).map(|i| i.to_string()).collect();
-    let mut payload = format!(r#"{{"u":[{}]"#, items.join(","));
+    payloadSchema {schema}
+  }}
+}}"#
+    ));
+    let mut payload = String::from(r#"{"u":[1]"#);
+    for j in 1..=7 {
+        payload.push_str(&format!(r#","m{j}":1"#));
+    }
     for i in 0..20_000 {
         payload.push_str(&format!(r#","a{i:05}":0"#));
     }
@@ -222,10 +242,55 @@ fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_par
     assert_eq!(pre_parsed.decision, Verdict::Deny, "{pre_parsed:?}");
     assert_eq!(from_bytes.decision, Verdict::Deny, "{from_bytes:?}");
     assert_eq!(from_bytes.reasons, pre_parsed.reasons);
+    assert_eq!(from_bytes.reasons[0].constraint.as_str(), "input");
     assert!(
         from_bytes.reasons[0].message.contains("steps"),
         "{from_bytes:?}"
     );
+}
+
+/// Issue 40 item 9: a `payloadSchema` that stopped at its step or depth limit counted as a
+/// payload that fails the schema, so it was denied as `payloadSchema` — and under a policy's
+/// `not`, allowed. A limit now refuses the request as `input` (SPEC §7), `not` or no `not`.
+#[test]
+fn regression_a_schema_limit_refuses_the_request_as_input_even_under_not() {
+    // Each level offers two branches to the next: 2^21 levels' worth of steps for a number.
+    let mut defs = serde_json::Map::new();
+    for i in 0..21 {
+        let next = json!({ "$ref": format!("#/$defs/l{}", i + 1) });
+        defs.insert(format!("l{i}"), json!({ "anyOf": [next, next] }));
+    }
+    defs.insert("l21".to_owned(), json!({ "type": "string" }));
+    let schema = json!({ "$defs": defs, "properties": { "x": { "$ref": "#/$defs/l0" } } });
+    for constraint in [
+        format!("payloadSchema {schema}"),
+        format!("not {{ payloadSchema {schema} }}"),
+    ] {
+        let engine = engine(&format!(
+            r#"skill "s" {{
+  version "1"
+  capability "c" {{
+    resource tool "t"
+    operations call
+    justification "Regression."
+    {constraint}
+  }}
+}}"#
+        ));
+        let call =
+            json!({"skill": "s", "operation": "call", "resource": "tool:t", "payload": {"x": 1}});
+        let decision = engine.check_value(call);
+        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+        assert_eq!(
+            decision.reasons[0].constraint.as_str(),
+            "input",
+            "{decision:?}"
+        );
+        assert!(
+            decision.reasons[0].message.contains("4194304 steps"),
+            "{decision:?}"
+        );
+    }
 }
 
 /// Found in review: rate-limit keys held the JSON text of each `by` value, so `7` and `7.0`
@@ -830,10 +895,12 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
 
 /// Found in review: `uniqueItems` charged one step per pair however large the items, so a
 /// 1 MiB request of 2,800 arrays of 181 numbers was compared pair by pair for 25 s (from bytes)
-/// before it was allowed. The pairs' worst case is now charged before comparing: 300 such arrays
-/// (8.2 M steps against a budget of 4.2 M) are refused at once, alike from bytes and pre-parsed.
+/// before it was allowed; charging the pairs' worst case up front then refused 300 such arrays
+/// (8.2 M steps) at once. Items are hashed and sorted now (issue 40 item 9): 2,500 such arrays
+/// cost their weight (455,000 steps) and are allowed, and a repeated one is found — alike from
+/// bytes and pre-parsed.
 #[test]
-fn regression_unique_items_over_large_items_runs_out_of_steps_before_comparing() {
+fn regression_unique_items_over_large_items_is_decided_without_comparing_every_pair() {
     let engine = engine(
         r#"skill "s" {
   version "1"
@@ -845,25 +912,33 @@ fn regression_unique_items_over_large_items_runs_out_of_steps_before_comparing()
   }
 }"#,
     );
-    let tags: Vec<serde_json::Value> = (0..300)
-        .map(|i| {
-            let mut item = vec![json!(0); 180];
-            item.push(json!(i));
-            json!(item)
-        })
-        .collect();
-    let call =
-        json!({"skill": "s", "operation": "call", "resource": "tool:t", "payload": {"tags": tags}});
-    let from_bytes = engine.check_slice(&serde_json::to_vec(&call).unwrap());
-    let pre_parsed = engine.check_value(call);
-    for decision in [&from_bytes, &pre_parsed] {
-        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
-        assert!(
-            decision.reasons[0].message.contains("steps"),
-            "{decision:?}"
-        );
+    let tag = |i: usize| {
+        let mut item = vec![json!(0); 180];
+        item.push(json!(i));
+        json!(item)
+    };
+    let call = |tags: Vec<serde_json::Value>| json!({"skill": "s", "operation": "call", "resource": "tool:t", "payload": {"tags": tags}});
+    let distinct = call((0..2_500).map(tag).collect());
+    let mut repeated: Vec<serde_json::Value> = (0..2_500).map(tag).collect();
+    repeated.push(tag(7));
+    let repeated = call(repeated);
+    for (call, verdict) in [(distinct, Verdict::Allow), (repeated, Verdict::Deny)] {
+        let from_bytes = engine.check_slice(&serde_json::to_vec(&call).unwrap());
+        let pre_parsed = engine.check_value(call);
+        for decision in [&from_bytes, &pre_parsed] {
+            assert_eq!(decision.decision, verdict, "{decision:?}");
+        }
+        assert_eq!(from_bytes.reasons, pre_parsed.reasons);
+        if verdict == Verdict::Deny {
+            assert_eq!(from_bytes.reasons[0].constraint.as_str(), "payloadSchema");
+            assert!(
+                from_bytes.reasons[0]
+                    .message
+                    .contains("items 7 and 2500 are equal"),
+                "{from_bytes:?}"
+            );
+        }
     }
-    assert_eq!(from_bytes.reasons, pre_parsed.reasons);
 }
 
 /// Found in review: a live engine (system clock) skipped parsing `time`, so

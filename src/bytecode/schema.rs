@@ -24,8 +24,9 @@ use super::matcher::Matcher;
 /// payload level; the bound also keeps the recursion well inside a 2 MiB thread stack.
 pub const DEFAULT_SCHEMA_DEPTH_LIMIT: u32 = 512;
 
-/// Default cap on the work of one validation: subschema evaluations plus `uniqueItems`
-/// comparisons. Exceeding it makes the instance invalid (fail closed).
+/// Default cap on the work of one validation, in steps: subschema evaluations plus work that
+/// grows with the instance (`docs/schema.md`, "Limits"). Exceeding it aborts validation, and the
+/// engine refuses the request (`input`).
 pub const DEFAULT_SCHEMA_STEP_LIMIT: u64 = 1 << 22;
 
 /// Index of a node in a [`SchemaProgram`]'s arena.

@@ -983,6 +983,7 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
         constraint: ReasonKind::Input,
         path: match error {
             VmError::ArrayTooLong { path, .. } => Some(path.clone()),
+            VmError::SchemaLimit(_) => Some("payload".to_owned()),
             VmError::Internal(_) => None,
         },
         message: error.to_string(),

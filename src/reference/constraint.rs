@@ -150,7 +150,9 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
         ConstraintKind::PayloadSchema(source) => match source {
             SchemaSource::Inline(schema) => {
                 match crate::compile::schema::compile_schema(&schema.node) {
-                    Ok(program) => crate::vm::schema::is_valid(&program, &env.request.payload),
+                    // A limit refuses the whole request (SPEC §7), as in the engine.
+                    Ok(program) => crate::vm::schema::validate(&program, &env.request.payload)
+                        .map_err(|_| Abort)?,
                     Err(_) => false,
                 }
             }

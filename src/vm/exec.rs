@@ -45,6 +45,10 @@ pub enum VmError {
         /// The limit.
         limit: usize,
     },
+    /// A `payloadSchema` validation stopped at a limit (reason `input`): the payload needs more
+    /// work or nesting than the schema's limits allow, which is not a schema violation.
+    #[error("`payloadSchema` {0}")]
+    SchemaLimit(crate::vm::schema::SchemaLimit),
     /// A verified-program invariant did not hold. Fuzzing asserts this is unreachable.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -679,7 +683,15 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         Op::Schema { schema } => {
             let schema = table(&program.schemas, schema)?;
             steps.visits += 1;
-            let holds = crate::vm::schema::is_valid(schema, input.payload);
+            let holds = match crate::vm::schema::validate(schema, input.payload) {
+                Ok(holds) => holds,
+                Err(crate::vm::schema::SchemaLimit::BrokenProgram) => {
+                    return Err(VmError::Internal("schema program is malformed"));
+                }
+                // A limit refuses the request, under `not` and `any` too (never a `false` a
+                // `not` could flip into a pass).
+                Err(limit) => return Err(VmError::SchemaLimit(limit)),
+            };
             if S::EXPLAIN {
                 let (path, message) =
                     match crate::vm::schema::first_violation(schema, input.payload) {

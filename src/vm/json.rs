@@ -10,13 +10,14 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Debug;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 
 use serde_json::{Map, Number, Value};
 
 use crate::bytes::bytes_eq;
 use crate::tape::{self, Kind, NodeRef};
-use crate::value::cmp_numbers;
+use crate::value::{NumberKey, cmp_numbers, number_key};
 
 /// The JSON type of a value.
 pub type JsonKind = Kind;
@@ -64,6 +65,66 @@ fn same_members<'r, J: Json<'r>>(a: J, b: J) -> bool {
             .and_then(|at| sorted.get(at))
             .is_some_and(|(_, w)| v.json_eq(*w))
     })
+}
+
+/// A hash of `value` under JSON equality: values that are [`Json::json_eq`] hash alike — numbers
+/// by value (`1` and `1.0`), strings decoded, arrays in order, objects in any member order — and
+/// a `Value` hashes as its text on a tape does. Unequal values may collide: callers compare
+/// values whose hashes agree. Reads the whole value once (its [`Json::weight`]).
+pub(crate) fn json_hash<'r, J: Json<'r>>(value: J, state: &impl BuildHasher) -> u64 {
+    let mut hasher = state.build_hasher();
+    let length = |value: J| u64::try_from(value.len()).unwrap_or(u64::MAX);
+    match value.kind() {
+        Kind::Null => hasher.write_u8(0),
+        Kind::Bool => {
+            hasher.write_u8(1);
+            hasher.write_u8(u8::from(value.as_bool().unwrap_or(false)));
+        }
+        Kind::Number => {
+            hasher.write_u8(2);
+            match value.as_number().as_ref().and_then(number_key) {
+                Some(NumberKey::Int(i)) => {
+                    hasher.write_u8(0);
+                    hasher.write_i128(i);
+                }
+                Some(NumberKey::Float(bits)) => {
+                    hasher.write_u8(1);
+                    hasher.write_u64(bits);
+                }
+                None => hasher.write_u8(2),
+            }
+        }
+        Kind::String => {
+            hasher.write_u8(3);
+            if let Some(text) = value.as_str() {
+                hasher.write(text.as_bytes());
+                // No UTF-8 text holds 0xff: the end of one string is never the start of more.
+                hasher.write_u8(0xff);
+            }
+        }
+        Kind::Array => {
+            hasher.write_u8(4);
+            hasher.write_u64(length(value));
+            for item in value.elements() {
+                hasher.write_u64(json_hash(item, state));
+            }
+        }
+        Kind::Object => {
+            hasher.write_u8(5);
+            hasher.write_u64(length(value));
+            // A sum of the members' hashes: the same in any member order.
+            let mut members = 0u64;
+            for (name, item) in value.members() {
+                let mut member = state.build_hasher();
+                member.write(name.as_bytes());
+                member.write_u8(0xff);
+                member.write_u64(json_hash(item, state));
+                members = members.wrapping_add(member.finish());
+            }
+            hasher.write_u64(members);
+        }
+    }
+    hasher.finish()
 }
 
 /// One borrowed JSON value the VM can read.

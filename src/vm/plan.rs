@@ -111,7 +111,11 @@ fn answer<'r, J: Json<'r>>(
         },
         Shape::Schema => match *op {
             Op::Schema { schema } => match lookup(&program.schemas, schema) {
-                Some(schema) => super::schema::is_valid(schema, input.payload).into(),
+                // A limit is the program's to report.
+                Some(schema) => match super::schema::validate(schema, input.payload) {
+                    Ok(holds) => holds.into(),
+                    Err(_) => Answer::Unsure,
+                },
                 None => Answer::Unsure,
             },
             _ => Answer::Unsure,

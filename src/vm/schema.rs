@@ -1,15 +1,18 @@
 //! `payloadSchema` validation: runs a [`SchemaProgram`] against a JSON instance.
 //!
-//! - [`is_valid`] is the hot path. It allocates nothing when the instance is valid: messages are
-//!   built lazily, only by the explaining evaluator, and paths are not tracked.
+//! - [`validate`] is the hot path (the VM's): valid, invalid, or the [`SchemaLimit`] that stopped
+//!   it. It allocates nothing when the instance is valid (up to `uniqueItems` over more than 16
+//!   items): messages are built lazily, only by the explaining evaluator, and paths are not
+//!   tracked. [`is_valid`] is the same as a yes/no, a limit counting as invalid.
 //! - [`first_violation`] explains a failure as a [`SchemaViolation`] (instance path, keyword,
 //!   message). It runs the *same* evaluator, so it returns `Some` exactly when [`is_valid`]
 //!   returns `false`.
 //!
-//! Both are bounded. Every subschema evaluation and every `uniqueItems` comparison costs a step;
-//! running out of [`SchemaProgram::step_limit`] steps, or nesting deeper than
-//! [`SchemaProgram::depth_limit`], aborts validation as *invalid* (fail closed) — including
-//! inside `not`, `anyOf` and `if`, where a plain `false` would flip into a pass.
+//! All are bounded. Every subschema evaluation costs a step, and work that grows with the
+//! instance (text, constants, `uniqueItems`) costs in proportion; running out of
+//! [`SchemaProgram::step_limit`] steps, or nesting deeper than [`SchemaProgram::depth_limit`],
+//! aborts validation — including inside `not`, `anyOf` and `if`, where a plain `false` would
+//! flip into a pass. The engine refuses such a request as `input` (SPEC §7).
 
 mod format;
 
@@ -18,7 +21,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::json::{BYTES_PER_STEP, Json, JsonKind};
+use super::json::{BYTES_PER_STEP, Json, JsonKind, json_hash};
 
 use crate::bytecode::schema::{
     Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
@@ -33,6 +36,16 @@ const CACHED: usize = 8;
 /// Longest quoted instance value in a message, in characters.
 const QUOTE_LIMIT: usize = 64;
 
+/// Arrays of at most this many items have `uniqueItems` checked pair by pair, allocating
+/// nothing; longer ones by hashing ([`Eval::first_equal_items`]).
+const PAIRWISE_ITEMS: u64 = 16;
+
+/// How many comparisons of (hash, index) pairs a `uniqueItems` sort makes per step.
+const SORT_COMPARISONS_PER_STEP: u64 = 4;
+
+/// The fixed seed of the `uniqueItems` hash: the same charges on every run and every replica.
+const UNIQUE_ITEMS_SEED: u64 = 0x6361_7067_6174_6531;
+
 /// Why a payload does not satisfy a `payloadSchema`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaViolation {
@@ -45,17 +58,63 @@ pub struct SchemaViolation {
     pub message: String,
 }
 
-/// True when `instance` validates against `program`. Allocation-free when it does.
-pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
+/// Validation stopped at a limit before it reached an answer. The engine refuses such a request
+/// (reason `input`, SPEC §7): the payload broke a limit, which says nothing about the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaLimit {
+    /// Nested deeper than [`SchemaProgram::depth_limit`] levels.
+    Depth(u32),
+    /// Needed more than [`SchemaProgram::step_limit`] steps.
+    Steps(u64),
+    /// A node id outside the arena: an internal invariant broke (never expected).
+    BrokenProgram,
+}
+
+impl std::fmt::Display for SchemaLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaLimit::Depth(limit) => write!(
+                f,
+                "schema validation nested deeper than the limit of {limit} levels"
+            ),
+            SchemaLimit::Steps(limit) => write!(
+                f,
+                "schema validation needed more than the limit of {limit} steps"
+            ),
+            SchemaLimit::BrokenProgram => f.write_str("schema program is malformed"),
+        }
+    }
+}
+
+impl SchemaLimit {
+    fn of(abort: Abort, program: &SchemaProgram) -> SchemaLimit {
+        match abort {
+            Abort::Depth => SchemaLimit::Depth(program.depth_limit()),
+            Abort::Steps => SchemaLimit::Steps(program.step_limit()),
+            Abort::BrokenProgram => SchemaLimit::BrokenProgram,
+        }
+    }
+}
+
+/// Whether `instance` validates against `program`, or the limit that stopped validation first.
+/// Allocation-free when it validates (up to `uniqueItems` over more than 16 items).
+pub fn validate<'r, J: Json<'r>>(
+    program: &SchemaProgram,
+    instance: J,
+) -> Result<bool, SchemaLimit> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Quiet,
     };
-    matches!(
-        eval.node(program.root(), Instance::Value(instance), 0),
-        Ok(true)
-    )
+    eval.node(program.root(), Instance::Value(instance), 0)
+        .map_err(|abort| SchemaLimit::of(abort, program))
+}
+
+/// True when `instance` validates against `program`; a limit reached makes it invalid (fail
+/// closed). Allocation-free when it validates.
+pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
+    matches!(validate(program, instance), Ok(true))
 }
 
 /// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
@@ -79,17 +138,7 @@ pub fn first_violation<'r, J: Json<'r>>(
             // The path is left where the abort happened: `?` skips the `leave`s.
             instance_path: eval.report.path,
             keyword: "limits",
-            message: match abort {
-                Abort::Depth => format!(
-                    "schema validation nested deeper than {} levels",
-                    program.depth_limit()
-                ),
-                Abort::Steps => format!(
-                    "schema validation needed more than {} steps",
-                    program.step_limit()
-                ),
-                Abort::BrokenProgram => "schema program is malformed".to_owned(),
-            },
+            message: SchemaLimit::of(abort, program).to_string(),
         }),
     }
 }
@@ -648,23 +697,12 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         if schema.unique_items {
-            // Every pair may be compared, and a comparison reads at most the lighter item: half
-            // the items' weight once per other item bounds them all, charged before the first
-            // (for items that are scalars, one step a pair). A large array of large items runs
-            // out of steps at once instead of comparing for seconds.
-            let weight = items
-                .elements()
-                .fold(0, |sum: u64, item| sum.saturating_add(item.weight()));
-            self.charge(weight.saturating_mul(count.saturating_sub(1)).div_ceil(2))?;
-            for (i, a) in items.elements().enumerate() {
-                for (j, b) in items.elements().enumerate().skip(i + 1) {
-                    ensure!(
-                        self,
-                        !a.json_eq(b),
-                        "uniqueItems",
-                        "items {i} and {j} are equal, expected unique items"
-                    );
-                }
+            let equal = self.first_equal_items(items, count)?;
+            if let Some((i, j)) = equal {
+                self.report.fail("uniqueItems", || {
+                    format!("items {i} and {j} are equal, expected unique items")
+                });
+                return Ok(false);
             }
         }
         for (i, (item, id)) in items.elements().zip(&schema.prefix_items).enumerate() {
@@ -708,6 +746,76 @@ impl<R: Report> Eval<'_, R> {
             }
         }
         Ok(true)
+    }
+
+    /// `uniqueItems`: the first pair of equal items — the smallest `i` that has an equal item
+    /// after it, and the first such `j` — or `None`, charging before the work it pays for.
+    ///
+    /// Up to [`PAIRWISE_ITEMS`] items, every pair is compared, allocating nothing: half the
+    /// items' weight once per other item (a comparison reads at most the lighter item) is
+    /// charged first. A longer array is hashed instead ([`json_hash`]: equal items hash alike)
+    /// and its items sorted by hash, O(n log n): the items' weight (one reading each) and a
+    /// [`SORT_COMPARISONS_PER_STEP`]th of a step per item per halving level are charged first,
+    /// and then only items whose hashes agree are compared, each comparison charged the weight
+    /// of the lighter item. The hash is fixed, so the charges are the same on every run, from
+    /// bytes and pre-parsed; crafted collisions only spend the budget.
+    fn first_equal_items<'r, J: Json<'r>>(
+        &mut self,
+        items: J,
+        count: u64,
+    ) -> Result<Option<(usize, usize)>, Abort> {
+        if count <= PAIRWISE_ITEMS {
+            let weight = items
+                .elements()
+                .fold(0, |sum: u64, item| sum.saturating_add(item.weight()));
+            self.charge(weight.saturating_mul(count.saturating_sub(1)).div_ceil(2))?;
+            for (i, a) in items.elements().enumerate() {
+                for (j, b) in items.elements().enumerate().skip(i + 1) {
+                    if a.json_eq(b) {
+                        return Ok(Some((i, j)));
+                    }
+                }
+            }
+            return Ok(None);
+        }
+        // (hash, index, weight, item): sorted by hash and index, equal items sit together,
+        // each run in index order.
+        let mut keyed: Vec<(u64, usize, u64, J)> = items
+            .elements()
+            .enumerate()
+            .map(|(index, item)| (0, index, item.weight(), item))
+            .collect();
+        let weight = keyed
+            .iter()
+            .fold(0, |sum: u64, (_, _, w, _)| sum.saturating_add(*w));
+        let levels = u64::from(count.next_power_of_two().trailing_zeros());
+        self.charge(
+            weight.saturating_add(count.saturating_mul(levels) / SORT_COMPARISONS_PER_STEP),
+        )?;
+        let state = foldhash::fast::FixedState::with_seed(UNIQUE_ITEMS_SEED);
+        for (hash, _, _, item) in &mut keyed {
+            *hash = json_hash(*item, &state);
+        }
+        keyed.sort_unstable_by_key(|(hash, index, _, _)| (*hash, *index));
+        let mut first: Option<(usize, usize)> = None;
+        for run in keyed
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter(|run| run.len() > 1)
+        {
+            // The first item of the run with an equal one after it, and its first equal one.
+            'run: for (at, (_, i, a_weight, a)) in run.iter().enumerate() {
+                for (_, j, b_weight, b) in run.iter().skip(at + 1) {
+                    self.charge((*a_weight).min(*b_weight))?;
+                    if a.json_eq(*b) {
+                        if first.is_none_or(|(earliest, _)| *i < earliest) {
+                            first = Some((*i, *j));
+                        }
+                        break 'run;
+                    }
+                }
+            }
+        }
+        Ok(first)
     }
 
     fn members<'r, J: Json<'r>>(

@@ -416,16 +416,97 @@ fn step_limit_fails_closed_even_inside_not() {
     assert!(is_valid(&program, &few));
 }
 
+/// Issue 40 item 9: `uniqueItems` compared every pair, one step a pair, so ~2,900 distinct
+/// scalars ran out of the 4.2 M-step budget and a legitimate payload was denied. Items are
+/// hashed and sorted now, O(n log n): 100,000 distinct scalars — the most a `[*]` may scan —
+/// fit with room to spare, and a duplicate anywhere is still found.
 #[test]
-fn unique_items_on_a_huge_array_is_bounded_by_the_step_limit() {
+fn unique_items_over_thousands_of_scalars_fits_the_budget() {
     let program = program(json!({"uniqueItems": true}));
-    let huge = Value::Array((0..5000).map(|i| json!(i)).collect());
-    assert!(
-        !is_valid(&program, &huge),
-        "12.5M comparisons exceed the budget"
-    );
-    let fine = Value::Array((0..1000).map(|i| json!(i)).collect());
-    assert!(is_valid(&program, &fine));
+    for n in [2_900, 5_000, 100_000] {
+        let numbers = Value::Array((0..n).map(|i| json!(i)).collect());
+        assert!(valid_on_both(&program, &numbers), "{n} numbers");
+        let strings = Value::Array((0..n).map(|i| json!(format!("tag-{i}"))).collect());
+        assert!(valid_on_both(&program, &strings), "{n} strings");
+        // The last item repeats the first, written another way.
+        let mut repeated: Vec<Value> = (0..n).map(|i| json!(i)).collect();
+        repeated.push(json!(0.0));
+        let v = violation(json!({"uniqueItems": true}), Value::Array(repeated));
+        assert_eq!(
+            v.message,
+            format!("items 0 and {n} are equal, expected unique items")
+        );
+    }
+    // The budget still bounds the work: with 5,000 steps, 5,000 items do not fit.
+    let small = program_of(json!({"uniqueItems": true}), 5_000);
+    let items = Value::Array((0..5_000).map(|i| json!(i)).collect());
+    assert!(!valid_on_both(&small, &items));
+    assert_eq!(first_violation(&small, &items).unwrap().keyword, "limits");
+}
+
+/// The first pair of equal items as the pairwise definition finds it: the smallest `i` with an
+/// equal item after it, and the first such `j`.
+fn first_equal_pair(items: &[Value]) -> Option<(usize, usize)> {
+    (0..items.len()).find_map(|i| {
+        ((i + 1)..items.len())
+            .find(|&j| crate::value::json_eq(&items[i], &items[j]))
+            .map(|j| (i, j))
+    })
+}
+
+/// Values that are often equal under JSON equality but not as text: `1`, `1.0`, `-0.0`, `0`,
+/// large integers and their float neighbours, short strings, and arrays and objects of them in
+/// any member order.
+fn arb_unique_item() -> impl Strategy<Value = Value> {
+    let scalar = prop_oneof![
+        Just(json!(null)),
+        any::<bool>().prop_map(Value::from),
+        (0i64..4).prop_map(Value::from),
+        (0i64..4).prop_map(|i| json!(i as f64)),
+        Just(json!(-0.0)),
+        Just(json!(0.5)),
+        Just(json!(u64::MAX)),
+        Just(json!(18446744073709551616.0)),
+        Just(json!(9007199254740993_i64)),
+        Just(json!(9007199254740992.0)),
+        prop::sample::select(vec!["", "a", "b", "é", "1"]).prop_map(Value::from),
+    ];
+    scalar.prop_recursive(2, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(vec!["a", "b", "c"]), inner), 0..3)
+                .prop_map(|members| Value::Object(
+                    members
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect()
+                )),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// The hashing `uniqueItems` answers as comparing every pair does, with the same pair in
+    /// its message, pre-parsed and from bytes, below and above the pairwise size.
+    #[test]
+    fn unique_items_answers_as_comparing_every_pair(
+        items in prop::collection::vec(arb_unique_item(), 0..40),
+    ) {
+        let program = program(json!({"uniqueItems": true}));
+        let instance = Value::Array(items.clone());
+        let expected = first_equal_pair(&items);
+        prop_assert_eq!(valid_on_both(&program, &instance), expected.is_none());
+        let violation = first_violation(&program, &instance);
+        match expected {
+            None => prop_assert!(violation.is_none()),
+            Some((i, j)) => prop_assert_eq!(
+                violation.map(|v| v.message),
+                Some(format!("items {i} and {j} are equal, expected unique items"))
+            ),
+        }
+    }
 }
 
 #[test]
@@ -870,7 +951,8 @@ fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
         &program,
         &Value::Array(vec![json!("a"); 5_000])
     ));
-    // `uniqueItems`: half the items' weight once per other item, before comparing.
+    // `uniqueItems` up to 16 items: half the items' weight once per other item, before
+    // comparing; over 16, the items' weight and a quarter step per item per halving level.
     let items = |n: usize| {
         Value::Array(
             (0..n)
@@ -882,20 +964,23 @@ fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
                 .collect(),
         )
     };
-    // 20 items of weight 22: 440 × 19 / 2 = 4,180 steps.
+    // 16 items of weight 22: 352 × 15 / 2 = 2,640 steps, and one for the schema.
     let schema = json!({"uniqueItems": true});
     assert!(valid_on_both(
-        &program_of(schema.clone(), 4_300),
-        &items(20)
+        &program_of(schema.clone(), 2_642),
+        &items(16)
     ));
     assert!(!valid_on_both(
-        &program_of(schema.clone(), 4_100),
-        &items(20)
+        &program_of(schema.clone(), 2_640),
+        &items(16)
     ));
-    // Scalars cost one step a pair, as before.
+    // 20 items of weight 22: 440, and 20 × 5 / 4 = 25 for the sort.
+    assert!(valid_on_both(&program_of(schema.clone(), 467), &items(20)));
+    assert!(!valid_on_both(&program_of(schema.clone(), 465), &items(20)));
+    // 100 scalars: 100, and 100 × 7 / 4 = 175.
     let scalars = Value::Array((0..100).map(|i| json!(i)).collect());
-    assert!(valid_on_both(&program_of(schema.clone(), 4_960), &scalars));
-    assert!(!valid_on_both(&program_of(schema, 4_940), &scalars));
+    assert!(valid_on_both(&program_of(schema.clone(), 277), &scalars));
+    assert!(!valid_on_both(&program_of(schema, 275), &scalars));
 }
 
 fn program_of(schema: Value, steps: u64) -> SchemaProgram {
