@@ -16,6 +16,7 @@ for target in "${targets[@]}"; do
   case "$target" in
     parse | compile | manifest_json) dict=(-dict=dict/capgate.dict) ;;
     tape | session) dict=(-dict=dict/json.dict) ;;
+    matcher) dict=(-dict=dict/regex.dict) ;;
   esac
   echo "== $target (${seconds}s)"
   cargo fuzz run -s none "$target" "corpus/$target" -- \

@@ -26,6 +26,15 @@ pub struct Limits {
     pub max_array_scan: usize,
     /// Largest `N` of a plain (sliding-window) `rateLimit`.
     pub max_sliding_window: u64,
+    /// Most regex work one request may take, in byte-states: every match — `fieldMatches`, per
+    /// value a `[*]` path reaches, and `payloadSchema` `pattern`/`patternProperties` — is
+    /// charged its text's length in bytes (plus one) times its regex's size in NFA states,
+    /// before it runs, summed over every candidate capability. More refuses the request
+    /// (`input`).
+    pub max_regex_work: u64,
+    /// Largest compiled size of all the regexes of one policy set (or `.capc` file) together,
+    /// in bytes of heap: bounds the compile work of a load as `max_regex_bytes` bounds one regex.
+    pub max_regex_total_bytes: usize,
 }
 
 impl Limits {
@@ -45,6 +54,8 @@ impl Limits {
         max_capabilities_per_skill: 1_000,
         max_array_scan: 100_000,
         max_sliding_window: 10_000,
+        max_regex_work: 1 << 22,
+        max_regex_total_bytes: 16 << 20,
     };
 }
 

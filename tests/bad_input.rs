@@ -440,6 +440,214 @@ fn control_characters_in_the_resource_are_denied_with_resource() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Regex work (issue 40 item 8)
+// ------------------------------------------------------------------------------------------------
+
+/// A stateless engine over one skill `s` of `tool:t` whose capabilities are `capabilities`
+/// (each a list of constraints).
+fn regex_engine(capabilities: &[&str]) -> Engine {
+    let mut text = String::from("skill \"s\" {\n  version \"1\"\n");
+    for (i, constraints) in capabilities.iter().enumerate() {
+        text.push_str(&format!(
+            "  capability \"c{i}\" {{\n    resource tool \"t\"\n    operations call\n    \
+             justification \"regex work tests\"\n    {constraints}\n  }}\n"
+        ));
+    }
+    text.push('}');
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("regex.cap", text, PolicyFormat::Cap, None);
+    Engine::builder(loader.finish().unwrap()).build()
+}
+
+/// A request for `tool:t` with `payload`, as bytes.
+fn request_bytes(payload: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "payload": payload
+    }))
+    .unwrap()
+}
+
+#[track_caller]
+fn assert_regex_work_deny(decision: &Decision, path: &str) {
+    assert_input_deny(decision);
+    let reason = &decision.reasons[0];
+    assert!(reason.message.contains("max_regex_work"), "{decision:#?}");
+    assert!(
+        reason
+            .message
+            .contains(&Limits::DEFAULT.max_regex_work.to_string()),
+        "{decision:#?}"
+    );
+    assert_eq!(reason.path.as_deref(), Some(path), "{decision:#?}");
+}
+
+/// A string of `len` `a`s and `b`s, mixed as a pseudo-random sequence does: the input on which
+/// a regex such as `[a-z]*a[a-z]{20}` makes the engine's lazy DFA thrash (about a second per
+/// megabyte when it runs).
+fn mixed_ab(len: usize) -> String {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x & 1 == 0 { 'a' } else { 'b' }
+        })
+        .collect()
+}
+
+/// Regex work was unbounded: one linear-time regex over a ~1 MB string took 1.2 s, four took
+/// 2.5 s. Each match is now charged its text's bytes times its regex's size, before it runs,
+/// against `Limits::max_regex_work` for the whole request: four `fieldMatches` over a 1,000,000
+/// byte string, four 250,000-byte values under one `[*]` path, or a `payloadSchema` `pattern`
+/// over the string are refused as `input` without running, from bytes and pre-parsed alike.
+#[test]
+fn regex_work_beyond_the_request_budget_is_refused_as_input() {
+    let four = regex_engine(&[concat!(
+        r"fieldMatches payload.text ~ /[a-z]*a[a-z]{20}/ ",
+        r"fieldMatches payload.text ~ /[a-z]*b[a-z]{21}/ ",
+        r"fieldMatches payload.text ~ /[a-z]*a[a-z]{22}/ ",
+        r"fieldMatches payload.text ~ /[a-z]*b[a-z]{23}/"
+    )]);
+    let bytes = request_bytes(&serde_json::json!({ "text": mixed_ab(1_000_000) }));
+    assert!(bytes.len() <= Limits::DEFAULT.max_request_bytes);
+    assert_regex_work_deny(&four.check_slice(&bytes), "payload.text");
+    let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_regex_work_deny(&four.check_value(value), "payload.text");
+    // Usual sizes fit: the budget is for hostile sizes, not for usual requests.
+    let fine = request_bytes(&serde_json::json!({ "text": "ab".repeat(1_000) }));
+    let decision = four.check_slice(&fine);
+    assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
+    assert_eq!(decision.reasons[0].constraint, ReasonKind::FieldMatches);
+    let fine = request_bytes(&serde_json::json!({ "text": "ba".repeat(1_000) }));
+    assert_eq!(four.check_slice(&fine).decision, Verdict::Allow);
+
+    // Under `[*]` each element's match is charged.
+    let each = regex_engine(&[r"fieldMatches payload.parts[*] ~ /[a-z]*a[a-z]{20}/"]);
+    let part = "b".repeat(250_000);
+    let parts = request_bytes(&serde_json::json!({ "parts": [part, part, part, part] }));
+    assert_regex_work_deny(&each.check_slice(&parts), "payload.parts[*]");
+    let fine = request_bytes(&serde_json::json!({ "parts": ["a".repeat(25), "ba".repeat(20)] }));
+    assert_eq!(each.check_slice(&fine).decision, Verdict::Allow);
+
+    // A `payloadSchema` pattern is paid from the same budget.
+    let schema = regex_engine(&[
+        r#"payloadSchema {"properties": {"text": {"pattern": "^[a-z]*a[a-z]{20}$"}}}"#,
+    ]);
+    assert_regex_work_deny(&schema.check_slice(&bytes), "payload");
+}
+
+/// The budget is the request's, not a capability's: each candidate's matches are paid from
+/// what the ones before it left. Two matches of 40 % of the budget fit; a third does not.
+#[test]
+fn regex_work_is_summed_over_every_candidate_of_a_request() {
+    // No shortcut: `(?:ab|b)*c` needs the regex engine.
+    let pattern = "(?:ab|b)*c";
+    let capability = format!("fieldMatches payload.text ~ /{pattern}/");
+    let anchored = capgate::bytecode::matcher::Matcher::anchored(pattern).unwrap();
+    let matcher = capgate::bytecode::matcher::Matcher::build(&anchored, false, 1 << 20).unwrap();
+    assert!(!matcher.has_shortcut());
+    let cost = usize::try_from(matcher.cost()).unwrap();
+    let budget = usize::try_from(Limits::DEFAULT.max_regex_work).unwrap();
+    let text = request_bytes(&serde_json::json!({ "text": "b".repeat(budget * 2 / 5 / cost) }));
+    for (candidates, refused) in [(1, false), (2, false), (3, true)] {
+        let engine = regex_engine(&vec![capability.as_str(); candidates]);
+        let decision = engine.check_slice(&text);
+        assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
+        if refused {
+            assert_regex_work_deny(&decision, "payload.text");
+        } else {
+            assert_eq!(decision.reasons.len(), candidates, "{decision:#?}");
+            assert!(
+                decision
+                    .reasons
+                    .iter()
+                    .all(|r| r.constraint == ReasonKind::FieldMatches),
+                "{decision:#?}"
+            );
+        }
+    }
+}
+
+/// Both regex limits are the engine's `Limits`: a tighter work budget refuses what the default
+/// allows, and a tighter total refuses a policy the default loads.
+#[test]
+fn regex_limits_are_honoured_as_configured() {
+    let policy = r#"skill "s" { version "1" capability "c" { resource tool "t" operations call
+  justification "j" fieldMatches payload.x ~ /(?:ab|b)*c/ } }"#;
+    let request = request_bytes(&serde_json::json!({ "x": "ababc" }));
+    for (work, verdict) in [
+        (Limits::DEFAULT.max_regex_work, Verdict::Allow),
+        (50, Verdict::Deny),
+    ] {
+        let limits = Limits {
+            max_regex_work: work,
+            ..Limits::DEFAULT
+        };
+        let mut loader = PolicyLoader::new(limits);
+        loader.add_text("p.cap", policy.to_owned(), PolicyFormat::Cap, None);
+        let engine = Engine::builder(loader.finish().unwrap())
+            .limits(limits)
+            .build();
+        let decision = engine.check_slice(&request);
+        assert_eq!(decision.decision, verdict, "{decision:#?}");
+        if verdict == Verdict::Deny {
+            assert!(
+                decision.reasons[0]
+                    .message
+                    .contains("limit of 50 byte-states")
+            );
+        }
+    }
+    let mut loader = PolicyLoader::new(Limits {
+        max_regex_total_bytes: 1_000,
+        ..Limits::DEFAULT
+    });
+    loader.add_text("p.cap", policy.to_owned(), PolicyFormat::Cap, None);
+    let error = loader.finish().unwrap_err().to_string();
+    assert!(error.contains("more than 1000 bytes"), "{error}");
+}
+
+/// Compiling regexes was bounded per regex only: a 41 KB policy of 1,000 distinct `\w{38}zN`
+/// regexes took 20 s to load (each compiled to the 1 MiB limit of one regex and failed). `\w`
+/// is ASCII now, so that policy loads; its Unicode twin (`\pL{38}zN`, ~1.8 MB compiled each) is
+/// refused once the regexes together pass `Limits::max_regex_total_bytes`, and every regex
+/// after that fails at once instead of compiling.
+#[test]
+fn a_policy_of_a_thousand_distinct_regexes_loads_or_is_refused_within_the_total() {
+    let policy = |class: &str| {
+        let mut text = String::from(
+            "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource tool \"t\"\n    \
+             operations call\n    justification \"many regexes\"\n",
+        );
+        for n in 0..1_000 {
+            text.push_str(&format!(
+                "    fieldMatches payload.a ~ /{class}{{38}}z{n}/\n"
+            ));
+        }
+        text.push_str("  }\n}\n");
+        text
+    };
+    let ascii = policy(r"\w");
+    assert!(ascii.len() < 43_000, "{}", ascii.len());
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("ascii.cap", ascii, PolicyFormat::Cap, None);
+    let loaded = loader.finish().unwrap();
+    let engine = Engine::builder(loaded).build();
+    let hit = request_bytes(&serde_json::json!({ "a": format!("{}z7", "x".repeat(38)) }));
+    assert_eq!(engine.check_slice(&hit).decision, Verdict::Deny);
+
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("unicode.cap", policy(r"\pL"), PolicyFormat::Cap, None);
+    let error = loader.finish().unwrap_err().to_string();
+    assert!(error.contains("max_regex_total_bytes"), "{error}");
+    assert!(
+        error.contains("z999"),
+        "every regex past the total is reported"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
 // The CLI: malformed requests, sessions and policies
 // ------------------------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ use capgate::syntax::ast::{
 };
 use capgate::value::{Path, Root, Segment};
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, run_counted};
+use capgate::vm::{Input, RegexBudget, run_counted};
 use capgate::{Decision, Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict};
 use chrono::{DateTime, FixedOffset, SecondsFormat, TimeZone, Utc};
 use proptest::prelude::*;
@@ -1018,6 +1018,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             transaction: request.transaction.as_deref(),
             now,
             max_array_scan: engine.limits().max_array_scan,
+            regex_budget: &RegexBudget::unlimited(),
         };
         let program = capability.program.program();
         let tests = program

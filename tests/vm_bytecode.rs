@@ -16,7 +16,9 @@ use capgate::bytecode::verify::verify;
 use capgate::tape::Tape;
 use capgate::value::Segment;
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, Outcome, TestReport, Tracer, run, run_counted, trace_check, trace_from};
+use capgate::vm::{
+    Input, Outcome, RegexBudget, TestReport, Tracer, run, run_counted, trace_check, trace_from,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -74,6 +76,7 @@ fn input_with<'a, J>(
     [payload, agent, context]: [J; 3],
     resource: &'a RequestResource<'a>,
     bindings: &'a Bindings<'a>,
+    regex_budget: &'a RegexBudget,
 ) -> Input<'a, J> {
     Input {
         payload,
@@ -86,6 +89,7 @@ fn input_with<'a, J>(
         transaction: None,
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
+        regex_budget,
     }
 }
 
@@ -93,7 +97,13 @@ fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_, &Value>) -> R) -> R {
     let resource = RequestResource::parse("tool:x").unwrap();
     let bindings = Bindings::new();
     let null = Value::Null;
-    f(&input_with([&payload, &null, &null], &resource, &bindings))
+    let budget = RegexBudget::unlimited();
+    f(&input_with(
+        [&payload, &null, &null],
+        &resource,
+        &bindings,
+        &budget,
+    ))
 }
 
 fn p(i: usize) -> PathIdx {
@@ -470,7 +480,8 @@ fn comparison_outcomes(program: &Program, payload: &Value, agent: &Value) -> [Ou
     let resource = RequestResource::parse("tool:x").unwrap();
     let bindings = Bindings::new();
     let null = Value::Null;
-    let input = input_with([payload, agent, &null], &resource, &bindings);
+    let budget = RegexBudget::unlimited();
+    let input = input_with([payload, agent, &null], &resource, &bindings, &budget);
     let fast = run(&verified, &input).unwrap();
     let traced = trace_from(&verified, &input, &mut Transcript::default(), false, 0).unwrap();
     let (payload_bytes, agent_bytes) = (payload.to_string(), agent.to_string());
@@ -481,6 +492,7 @@ fn comparison_outcomes(program: &Program, payload: &Value, agent: &Value) -> [Ou
         [payload_doc.root(), agent_doc.root(), capgate::tape::null()],
         &resource,
         &bindings,
+        &budget,
     );
     let on_tape = run(&verified, &tape_input).unwrap();
     [fast, on_tape, traced]

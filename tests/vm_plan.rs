@@ -23,7 +23,7 @@ use capgate::syntax::ast::ResourceKind;
 use capgate::tape::Tape;
 use capgate::value::Segment;
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, Outcome, VmError, decided_by_plan, run, run_unplanned};
+use capgate::vm::{Input, Outcome, RegexBudget, VmError, decided_by_plan, run, run_unplanned};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -328,10 +328,6 @@ fn outcomes(
     let mut bindings = Bindings::new();
     // An unmatched resource leaves slot 0 unbound: the binding path is then absent.
     pattern.matches(&request, &mut bindings);
-    let on_values = Input {
-        max_array_scan,
-        ..input([payload, agent, context], &request, &bindings)
-    };
     let texts = [payload, agent, context].map(Value::to_string);
     let mut tapes = [Tape::new(), Tape::new(), Tape::new()];
     let [p, a, c] = &mut tapes;
@@ -340,20 +336,45 @@ fn outcomes(
         a.parse(texts[1].as_bytes(), 64).unwrap(),
         c.parse(texts[2].as_bytes(), 64).unwrap(),
     ];
-    let on_tapes = Input {
-        max_array_scan,
-        ..input(
-            [docs[0].root(), docs[1].root(), docs[2].root()],
-            &request,
-            &bindings,
-        )
-    };
-    Outcomes {
-        planned: run(program, &on_values),
-        unplanned: run_unplanned(program, &on_values),
-        planned_on_tape: run(program, &on_tapes),
-        unplanned_on_tape: run_unplanned(program, &on_tapes),
+    // Each run on its own budget: the default one, and one tight enough that the regex work of
+    // some calls does not fit. The plan pays what the program alone pays (it gives back the
+    // work of a check it cannot answer), so all four runs end alike, with as much work left.
+    let mut default = None;
+    for limit in [capgate::Limits::DEFAULT.max_regex_work, 1_000] {
+        let budgets: [RegexBudget; 4] = std::array::from_fn(|_| RegexBudget::new(limit));
+        let on_values = |budget| Input {
+            max_array_scan,
+            ..input([payload, agent, context], &request, &bindings, budget)
+        };
+        let on_tapes = |budget| Input {
+            max_array_scan,
+            ..input(
+                [docs[0].root(), docs[1].root(), docs[2].root()],
+                &request,
+                &bindings,
+                budget,
+            )
+        };
+        let got = Outcomes {
+            planned: run(program, &on_values(&budgets[0])),
+            unplanned: run_unplanned(program, &on_values(&budgets[1])),
+            planned_on_tape: run(program, &on_tapes(&budgets[2])),
+            unplanned_on_tape: run_unplanned(program, &on_tapes(&budgets[3])),
+        };
+        let left = budgets.each_ref().map(RegexBudget::left);
+        assert!(
+            left.iter().all(|l| *l == left[0]),
+            "regex work left {left:?} (limit {limit}): {got:?}"
+        );
+        if limit == 1_000 {
+            assert_eq!(got.planned, got.unplanned, "tight budget");
+            assert_eq!(got.planned, got.planned_on_tape, "tight budget");
+            assert_eq!(got.unplanned, got.unplanned_on_tape, "tight budget");
+        } else {
+            default = Some(got);
+        }
     }
+    default.unwrap()
 }
 
 /// The input of a call with these documents, resource and bindings.
@@ -361,6 +382,7 @@ fn input<'a, J>(
     [payload, agent, context]: [J; 3],
     resource: &'a RequestResource<'a>,
     bindings: &'a Bindings<'a>,
+    regex_budget: &'a RegexBudget,
 ) -> Input<'a, J> {
     Input {
         payload,
@@ -373,6 +395,7 @@ fn input<'a, J>(
         transaction: None,
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
+        regex_budget,
     }
 }
 
@@ -572,7 +595,8 @@ fn the_plan_takes_each_shape_it_knows() {
         let got = outcomes(&program, documents, "tool:cal/primary", 100);
         assert_eq!(got.planned, Ok(Outcome::Accepted), "{test:?}");
         assert_eq!(got.unplanned, Ok(Outcome::Accepted), "{test:?}");
-        let decided = decided_by_plan(&program, &input(documents, &request, &bindings));
+        let budget = RegexBudget::unlimited();
+        let decided = decided_by_plan(&program, &input(documents, &request, &bindings, &budget));
         assert_eq!(decided, Some(Outcome::Accepted), "{test:?}");
         // A value of the right kind that fails the test fails it in the plan too.
         let deny = json!({
@@ -588,7 +612,7 @@ fn the_plan_takes_each_shape_it_knows() {
         let request = RequestResource::parse("tool:cal/team").unwrap();
         let mut bindings = Bindings::new();
         assert!(pattern.matches(&request, &mut bindings));
-        let decided = decided_by_plan(&program, &input(denied, &request, &bindings));
+        let decided = decided_by_plan(&program, &input(denied, &request, &bindings, &budget));
         assert_eq!(decided, failed.ok(), "{test:?}");
     }
 }

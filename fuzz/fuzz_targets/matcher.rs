@@ -4,7 +4,9 @@
 //! Input: one flags byte (bit 0: the `i` flag; bits 1–2: the pattern as it is, wrapped as
 //! `fieldMatches` compiles it — `^(?:…)$` —, or anchored at the start or the end only), then
 //! UTF-8 text: the pattern up to the first NUL, then texts separated by NULs. Never panics, and
-//! whenever the regex compiles, `Matcher::is_match` equals `Regex::is_match` on every text.
+//! whenever the regex compiles, `Matcher::is_match` equals `Regex::is_match` on every text — the
+//! regex crate given the pattern with its perl classes written as the ASCII classes capgate reads
+//! them as (`\d` as `[[:digit:]]`, ...).
 #![no_main]
 
 use capgate::bytecode::matcher::Matcher;
@@ -28,8 +30,12 @@ fuzz_target!(|data: &[u8]| {
         _ => format!("{pattern}$"),
     };
     let case_insensitive = flags & 1 == 1;
-    // The regex the fuzzer compares against is built apart from the matcher's own.
-    let Ok(regex) = regex::RegexBuilder::new(&pattern)
+    // The regex the fuzzer compares against is built apart from the matcher's own, from the
+    // pattern with `\d`, `\w` and `\s` spelled as ASCII classes.
+    let Ok(ascii) = capgate::bytecode::matcher::with_ascii_classes(&pattern) else {
+        return;
+    };
+    let Ok(regex) = regex::RegexBuilder::new(&ascii)
         .case_insensitive(case_insensitive)
         .size_limit(1 << 20)
         .build()

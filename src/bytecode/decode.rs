@@ -35,7 +35,7 @@ use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use super::matcher::{Matcher, MatcherCache};
+use super::matcher::{BuildError, Matcher, MatcherCache};
 use super::op::Op;
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledRegex,
@@ -188,6 +188,7 @@ pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CompiledPolicy, CapcEr
     }
     let mut reader = Reader::new(body, header.pos);
     reader.limits = *limits;
+    reader.matchers = MatcherCache::with_total(limits.max_regex_total_bytes);
     let file_count = reader.count("the file table", 4)?;
     for _ in 0..file_count {
         let name: Arc<str> = reader.str("a file name")?.into();
@@ -753,6 +754,7 @@ impl<'a> Reader<'a> {
         // The same anchoring and builder as `compile::emit`.
         let limit = self.limits.max_regex_bytes;
         let regex = Matcher::anchored(&source)
+            .map_err(BuildError::from)
             .and_then(|anchored| self.matchers.build(&anchored, case_insensitive, limit))
             .map_err(|e| self.malformed(format!("regex `{source}` does not compile: {e}")))?;
         Ok(CompiledRegex {

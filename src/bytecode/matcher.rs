@@ -41,6 +41,8 @@ pub struct Matcher {
     /// The pattern it was built from (shared by the clones a [`MatcherCache`] hands out).
     pattern: Arc<str>,
     shortcut: Option<Shortcut>,
+    /// What one byte of text costs to match, in NFA states ([`nfa_states`]).
+    cost: u64,
 }
 
 /// The regex crate's cap on the lazy DFA's cache, which [`regex::RegexBuilder`] sets by default.
@@ -74,11 +76,44 @@ impl Matcher {
                 Some(limit) => regex::Error::CompiledTooBig(limit),
                 None => regex::Error::Syntax(e.to_string()),
             })?;
+        let shortcut = Shortcut::from_hir(&hir);
+        let cost = match &shortcut {
+            Some(shortcut) => shortcut.cost(),
+            None => nfa_states(&hir).saturating_add(SEARCH_STATES),
+        };
         Ok(Matcher {
             regex,
             pattern: Arc::from(pattern),
-            shortcut: Shortcut::from_hir(&hir),
+            shortcut,
+            cost,
         })
+    }
+
+    /// The regex work a match on `text` may take, in byte-states: its length in bytes (one
+    /// more, for the end) times [`Matcher::cost`]. Charged before the match runs
+    /// (`Limits::max_regex_work`).
+    #[inline]
+    pub fn work(&self, text: &str) -> u64 {
+        u64::try_from(text.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1)
+            .saturating_mul(self.cost)
+    }
+
+    /// What one byte of text may cost to match. For the regex engine, an upper bound on the
+    /// states of the NFA it builds, counted from the syntax tree: its slowest search — a Pike
+    /// VM, which it falls back to when its lazy DFA thrashes — takes at most one step per state
+    /// per byte, so text bytes times this bounds the work of any match, whichever path the
+    /// engine takes. A shortcut reads each byte once ([`Shortcut::cost`]). Either way it depends
+    /// on the pattern alone, never on the machine or the clock.
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// The heap memory of the compiled regex, in bytes, as the regex crate reports it (what a
+    /// load's total is charged: `Limits::max_regex_total_bytes`).
+    pub fn memory(&self) -> usize {
+        self.regex.memory_usage()
     }
 
     /// `^(?:source)$`: `source` anchored at both ends, for a whole-string match — once `source`
@@ -227,37 +262,177 @@ fn ascii_class(perl: &ClassPerl) -> ClassAscii {
     }
 }
 
+/// States the engine's unanchored search adds to every regex's own: the `(?s:.)*?` prefix, the
+/// start and the match state.
+const SEARCH_STATES: u64 = 4;
+
+/// An upper bound on the states of the Thompson NFA the regex engine compiles `hir` to: a
+/// literal is a state per byte, a class one state plus the inner nodes of its UTF-8 byte
+/// automaton (none for ASCII), a counted repetition one copy of its body per allowed count,
+/// and each group, alternation or repetition a few states of its own. Saturating; recursion is
+/// bounded by the parser's nesting limit.
+fn nfa_states(hir: &Hir) -> u64 {
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) | HirKind::Class(Class::Bytes(_)) => 1,
+        HirKind::Literal(literal) => count(literal.0.len()).max(1),
+        HirKind::Class(Class::Unicode(class)) => utf8_inner_nodes(class).saturating_add(1),
+        HirKind::Repetition(repetition) => {
+            let body = nfa_states(&repetition.sub).saturating_add(1);
+            let copies = match repetition.max {
+                Some(max) => u64::from(max),
+                None => u64::from(repetition.min).saturating_add(1),
+            };
+            copies.max(1).saturating_mul(body).saturating_add(1)
+        }
+        HirKind::Capture(capture) => nfa_states(&capture.sub).saturating_add(2),
+        HirKind::Concat(subs) => subs
+            .iter()
+            .fold(1, |sum: u64, sub| sum.saturating_add(nfa_states(sub))),
+        HirKind::Alternation(subs) => subs.iter().fold(2, |sum: u64, sub| {
+            sum.saturating_add(nfa_states(sub)).saturating_add(1)
+        }),
+    }
+}
+
+/// The inner nodes of the trie of a class's UTF-8 byte sequences: each sequence's byte ranges
+/// but the last, less the leading ones it shares with the sequence before it (the sequences come
+/// in order, so a shared prefix is always the previous one's). The engine's UTF-8 automaton
+/// shares suffixes too, so it has at most this many states besides its final one; none for an
+/// ASCII class.
+fn utf8_inner_nodes(class: &regex_syntax::hir::ClassUnicode) -> u64 {
+    let mut nodes: u64 = 0;
+    let mut previous: Option<regex_syntax::utf8::Utf8Sequence> = None;
+    for range in class.ranges() {
+        for sequence in regex_syntax::utf8::Utf8Sequences::new(range.start(), range.end()) {
+            let inner = sequence.len().saturating_sub(1);
+            let shared = previous.as_ref().map_or(0, |before| {
+                sequence
+                    .as_slice()
+                    .iter()
+                    .zip(before.as_slice())
+                    .take(inner)
+                    .take_while(|(a, b)| a == b)
+                    .count()
+            });
+            nodes = nodes.saturating_add(u64::try_from(inner - shared).unwrap_or(u64::MAX));
+            previous = Some(sequence);
+        }
+    }
+    nodes
+}
+
+/// Why a [`MatcherCache`] did not build a regex.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// The regex crate refused it: a syntax error, or more than the size limit of one regex.
+    #[error(transparent)]
+    Regex(#[from] regex::Error),
+    /// The regexes of the load already hold `limit` bytes, or would with this one
+    /// (`Limits::max_regex_total_bytes`).
+    #[error(
+        "the regexes of this policy set need more than {limit} bytes compiled together \
+         (`max_regex_total_bytes`)"
+    )]
+    TotalTooBig {
+        /// The limit on the load's total.
+        limit: usize,
+    },
+}
+
 /// The matchers one load has built, by pattern, `i` flag and size limit: a policy set that uses
 /// one pattern in many capabilities (an email domain, a SKU format) compiles it once, and every
 /// use shares the compiled regex (cloning a matcher shares its program). A pattern that
 /// failed fails again at every use, with the same error, so each use is reported.
-#[derive(Debug, Default)]
+///
+/// The cache also bounds the load's compile work (`Limits::max_regex_total_bytes`): every regex
+/// it builds is charged its compiled size, and one that fails for size the limit it was built
+/// under (the work spent reaching it). A build gets at most what is left as its size limit, so
+/// once the total is spent the next regexes fail at once instead of each compiling up to the
+/// size limit of one regex (regression: a 41 KB policy of 1,000 distinct `\w{38}zN` regexes
+/// took 20 s to be refused).
+#[derive(Debug)]
 pub struct MatcherCache {
     built: HashMap<String, Vec<Built>>,
+    /// `Limits::max_regex_total_bytes`.
+    total_limit: usize,
+    /// The bytes charged so far.
+    spent: usize,
+}
+
+impl Default for MatcherCache {
+    fn default() -> Self {
+        MatcherCache::with_total(crate::limits::Limits::DEFAULT.max_regex_total_bytes)
+    }
 }
 
 /// One entry of [`MatcherCache`]: the flag and limit a pattern was built with, and what came of it.
-type Built = (bool, usize, Result<Matcher, regex::Error>);
+type Built = (bool, usize, Result<Matcher, BuildError>);
 
 impl MatcherCache {
-    /// [`Matcher::build`], or a copy of what it gave for the same arguments before.
+    /// An empty cache whose builds may compile to `total_limit` bytes together.
+    pub fn with_total(total_limit: usize) -> Self {
+        MatcherCache {
+            built: HashMap::new(),
+            total_limit,
+            spent: 0,
+        }
+    }
+
+    /// [`Matcher::build`] within what is left of the total, or a copy of what it gave for the
+    /// same arguments before (a copy costs nothing: it shares the compiled regex).
     pub fn build(
         &mut self,
         pattern: &str,
         case_insensitive: bool,
         size_limit: usize,
-    ) -> Result<Matcher, regex::Error> {
+    ) -> Result<Matcher, BuildError> {
         let same = |(flag, limit, _): &&Built| *flag == case_insensitive && *limit == size_limit;
         if let Some((_, _, built)) = self.built.get(pattern).and_then(|b| b.iter().find(same)) {
             return built.clone();
         }
-        let built = Matcher::build(pattern, case_insensitive, size_limit);
+        let built = self.build_within_total(pattern, case_insensitive, size_limit);
         self.built.entry(pattern.to_owned()).or_default().push((
             case_insensitive,
             size_limit,
             built.clone(),
         ));
         built
+    }
+
+    fn build_within_total(
+        &mut self,
+        pattern: &str,
+        case_insensitive: bool,
+        size_limit: usize,
+    ) -> Result<Matcher, BuildError> {
+        let total_too_big = BuildError::TotalTooBig {
+            limit: self.total_limit,
+        };
+        let left = self.total_limit.saturating_sub(self.spent);
+        if left == 0 {
+            return Err(total_too_big);
+        }
+        let limit = size_limit.min(left);
+        match Matcher::build(pattern, case_insensitive, limit) {
+            Ok(matcher) => {
+                let memory = matcher.memory();
+                self.spent = self.spent.saturating_add(memory);
+                if memory > left {
+                    return Err(total_too_big);
+                }
+                Ok(matcher)
+            }
+            Err(regex::Error::CompiledTooBig(_)) if limit < size_limit => {
+                self.spent = self.total_limit;
+                Err(total_too_big)
+            }
+            Err(error @ regex::Error::CompiledTooBig(_)) => {
+                self.spent = self.spent.saturating_add(limit);
+                Err(BuildError::Regex(error))
+            }
+            Err(error) => Err(BuildError::Regex(error)),
+        }
     }
 
     /// How many distinct (pattern, flag, limit) builds it holds.
@@ -360,6 +535,18 @@ impl Shortcut {
             text: prefix.into(),
             anchors,
         })
+    }
+
+    /// What one byte costs: one table load, and for a run with non-ASCII characters a binary
+    /// search of its ranges per character.
+    fn cost(&self) -> u64 {
+        match self {
+            Shortcut::Anchored { run: Some(run), .. } => {
+                let wide = u64::try_from(run.class.wide.len()).unwrap_or(u64::MAX);
+                1 + u64::from(wide.saturating_add(1).next_power_of_two().trailing_zeros())
+            }
+            Shortcut::Anchored { run: None, .. } | Shortcut::Literal { .. } => 1,
+        }
     }
 
     #[inline]

@@ -13,7 +13,7 @@ use crate::bytecode::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
-use crate::bytecode::matcher::{Matcher, MatcherCache};
+use crate::bytecode::matcher::{BuildError, Matcher, MatcherCache};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledPath, CompiledRegex, JsonRoot, PathAccess,
@@ -491,10 +491,12 @@ impl<'a> Emitter<'a> {
     }
 
     fn regex(&mut self, source: &str, case_insensitive: bool, span: Span) -> Option<RegexIdx> {
-        let built = Matcher::anchored(source).and_then(|anchored| {
-            self.matchers
-                .build(&anchored, case_insensitive, self.limits.max_regex_bytes)
-        });
+        let built = Matcher::anchored(source)
+            .map_err(BuildError::from)
+            .and_then(|anchored| {
+                self.matchers
+                    .build(&anchored, case_insensitive, self.limits.max_regex_bytes)
+            });
         match built {
             Ok(regex) => {
                 let n = self.program.regexes.len();
@@ -505,7 +507,15 @@ impl<'a> Emitter<'a> {
                 });
                 index(n, span, self.errors)
             }
-            Err(regex::Error::CompiledTooBig(limit)) => {
+            Err(error @ BuildError::TotalTooBig { .. }) => {
+                self.errors.push(
+                    CompileError::new(span, format!("regex `/{source}/`: {error}")).with_help(
+                        "share patterns between capabilities, simplify them, or raise the limit",
+                    ),
+                );
+                None
+            }
+            Err(BuildError::Regex(regex::Error::CompiledTooBig(limit))) => {
                 self.errors.push(
                     CompileError::new(
                         span,
@@ -517,7 +527,7 @@ impl<'a> Emitter<'a> {
                 );
                 None
             }
-            Err(e) => {
+            Err(BuildError::Regex(e)) => {
                 let detail = e.to_string();
                 let last = detail.lines().last().unwrap_or("").trim().to_owned();
                 let help =

@@ -38,7 +38,7 @@ pub fn compile_skills(
     let mut skills = Vec::new();
     let mut seen: HashMap<&str, crate::span::Span> = HashMap::new();
     // One cache for the whole set: a pattern used by many capabilities compiles once.
-    let mut matchers = MatcherCache::default();
+    let mut matchers = MatcherCache::with_total(limits.max_regex_total_bytes);
     for file in files {
         for skill in &file.skills {
             if let Some(first) = seen.get(skill.name.node.as_str()) {
@@ -73,7 +73,8 @@ pub fn compile_skill(
     limits: &Limits,
     errors: &mut Vec<CompileError>,
 ) -> Option<CompiledSkill> {
-    compile_skill_sharing(skill, sources, limits, errors, &mut MatcherCache::default())
+    let mut matchers = MatcherCache::with_total(limits.max_regex_total_bytes);
+    compile_skill_sharing(skill, sources, limits, errors, &mut matchers)
 }
 
 /// [`compile_skill`], building regexes through `matchers`, shared with the other skills of the

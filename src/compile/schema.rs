@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
-use crate::bytecode::matcher::MatcherCache;
+use crate::bytecode::matcher::{BuildError, MatcherCache};
 use crate::bytecode::schema::{
     Condition, ContainsRule, DEFAULT_SCHEMA_DEPTH_LIMIT, DEFAULT_SCHEMA_STEP_LIMIT, Decimal,
     Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, SchemaType,
@@ -558,7 +558,18 @@ impl Compiler {
                 source: source.to_owned(),
                 regex,
             }),
-            Err(error) => {
+            Err(BuildError::TotalTooBig { limit }) => {
+                self.error(
+                    pointer,
+                    format!("pattern `{source}`: {}", BuildError::TotalTooBig { limit }),
+                    Some(
+                        "share patterns between schemas, simplify them, or raise the limit"
+                            .to_owned(),
+                    ),
+                );
+                None
+            }
+            Err(BuildError::Regex(error)) => {
                 let (reason, help) = regex_error_reason(&error);
                 self.error(
                     pointer,

@@ -38,7 +38,7 @@ use crate::runtime::{
 use crate::span::Location;
 use crate::vm::json::JsonKind;
 use crate::vm::resource::{Bindings, RequestResource};
-use crate::vm::{Input, Json, Outcome, TestReport, Tracer, VmError};
+use crate::vm::{Input, Json, Outcome, RegexBudget, TestReport, Tracer, VmError};
 
 /// The trace of one candidate, for `:explain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +152,7 @@ impl Engine {
         resource: &'i RequestResource<'i>,
         bindings: &'i Bindings<'i>,
         now: DateTime<Utc>,
+        regex_budget: &'i RegexBudget,
     ) -> Input<'i, J> {
         Input {
             payload: request.payload,
@@ -164,6 +165,7 @@ impl Engine {
             transaction: request.transaction,
             now,
             max_array_scan: self.limits.max_array_scan,
+            regex_budget,
         }
     }
 
@@ -278,6 +280,8 @@ impl Engine {
         let mut reasons = Vec::new();
         let mut resource_matched = false;
         let mut operation_matched = false;
+        // One budget for the whole request: every candidate's matches are paid from it.
+        let regex_budget = RegexBudget::new(self.limits.max_regex_work);
         for capability in &skill.capabilities {
             // `matches` compares the resource kind too; the first capability may have been
             // matched already.
@@ -300,7 +304,7 @@ impl Engine {
                 // Nothing this candidate runs reads the instant.
                 None => DateTime::<Utc>::UNIX_EPOCH,
             };
-            let input = self.input(request, resource, &bindings, now);
+            let input = self.input(request, resource, &bindings, now, &regex_budget);
             match self.candidate(skill, capability, request, &input, now) {
                 // Not through `finish`, which changes only what is not an allow (observe
                 // mode): an allow returned through it was built aside and copied.
@@ -622,9 +626,12 @@ impl Engine {
         capability: &CompiledCapability,
         input: &Input<'_, J>,
     ) -> Step<'static> {
+        let left = input.regex_budget.left();
         match crate::vm::run(&capability.program, input) {
             Ok(Outcome::Accepted) => Step::Holds,
-            Ok(Outcome::Failed(check)) => Step::Fails(explain_failure(capability, input, check)),
+            Ok(Outcome::Failed(check)) => {
+                Step::Fails(explain_failure(capability, input, check, left))
+            }
             Err(error) => Step::Abort(vm_error_reason(capability, &error)),
         }
     }
@@ -694,7 +701,8 @@ impl Engine {
             {
                 continue;
             }
-            let input = self.input(request, &resource, &bindings, now);
+            let regex_budget = RegexBudget::new(self.limits.max_regex_work);
+            let input = self.input(request, &resource, &bindings, now, &regex_budget);
             let mut tracer = Everything::default();
             let _ = crate::vm::trace(&capability.program, &input, &mut tracer, true);
             let checks = tracer
@@ -768,9 +776,12 @@ fn pinned_refusal<'r, J: Json<'r>>(
         bindings: &bindings,
         ..*input
     };
+    let left = input.regex_budget.left();
     match crate::vm::run(&old.program, &old_input) {
         Ok(Outcome::Accepted) => None,
-        Ok(Outcome::Failed(check)) => Some(Step::Fails(explain_failure(old, &old_input, check))),
+        Ok(Outcome::Failed(check)) => {
+            Some(Step::Fails(explain_failure(old, &old_input, check, left)))
+        }
         // A broken limit in the old program denies the whole request, as in the current one
         // (regression: it failed only this capability, and a later one could allow).
         Err(error) => Some(Step::Abort(vm_error_reason(old, &error))),
@@ -983,6 +994,7 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
         constraint: ReasonKind::Input,
         path: match error {
             VmError::ArrayTooLong { path, .. } => Some(path.clone()),
+            VmError::RegexWork { path, .. } => Some(path.clone()),
             VmError::SchemaLimit(_) => Some("payload".to_owned()),
             VmError::Internal(_) => None,
         },
@@ -991,12 +1003,21 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
     }
 }
 
-/// Builds the reason for a failed top-level constraint by tracing the program.
+/// Builds the reason for a failed top-level constraint by tracing the program. The traces run
+/// on a budget of their own with the regex work that was `left` when the decision ran the
+/// program: they repeat (a part of) that run, so they fit it, and the decision's budget — which
+/// the next candidates share — is not spent on explaining.
 fn explain_failure<'r, J: Json<'r>>(
     capability: &CompiledCapability,
     input: &Input<'_, J>,
     check: CheckIdx,
+    left: u64,
 ) -> Reason {
+    let regex_budget = input.regex_budget.with_left(left);
+    let input = &Input {
+        regex_budget: &regex_budget,
+        ..*input
+    };
     let info = lookup(&capability.program.checks, check);
     let constraint = info.map_or(ReasonKind::Input, |c| {
         ReasonKind::from_constraint(c.constraint)

@@ -151,8 +151,13 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
             SchemaSource::Inline(schema) => {
                 match crate::compile::schema::compile_schema(&schema.node) {
                     // A limit refuses the whole request (SPEC §7), as in the engine.
-                    Ok(program) => crate::vm::schema::validate(&program, &env.request.payload)
-                        .map_err(|_| Abort)?,
+                    // The reference does not count regex work (`Limits::max_regex_work`).
+                    Ok(program) => crate::vm::schema::validate(
+                        &program,
+                        &env.request.payload,
+                        &crate::vm::RegexBudget::unlimited(),
+                    )
+                    .map_err(|_| Abort)?,
                     Err(_) => false,
                 }
             }

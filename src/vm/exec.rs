@@ -45,6 +45,19 @@ pub enum VmError {
         /// The limit.
         limit: usize,
     },
+    /// A regex match would take the request past `Limits::max_regex_work` (reason `input`);
+    /// it was not run.
+    #[error(
+        "matching `{path}` would take the regex work of this request past the limit of {limit} \
+         byte-states (`max_regex_work`: each match costs its text's bytes times its regex's \
+         states)"
+    )]
+    RegexWork {
+        /// The path being matched (`payload` for a `payloadSchema` pattern).
+        path: String,
+        /// The limit.
+        limit: u64,
+    },
     /// A `payloadSchema` validation stopped at a limit (reason `input`): the payload needs more
     /// work or nesting than the schema's limits allow, which is not a schema violation.
     #[error("`payloadSchema` {0}")]
@@ -578,16 +591,29 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         } => {
             let path = table(&program.paths, path)?;
             let regex = table(&program.regexes, regex)?;
-            (
-                walk!(path, optional, |leaf| leaf.with_str(|s| match s {
-                    Some(s) => regex.regex.is_match(s),
-                    None => {
-                        mistyped = true;
+            // Each match is paid for before it runs; one the budget cannot pay for stops the
+            // walk and refuses the request.
+            let mut exceeded = None;
+            let result = walk!(path, optional, |leaf| leaf.with_str(|s| match s {
+                Some(s) => match input.regex_budget.charge(regex.regex.work(s)) {
+                    Ok(()) => regex.regex.is_match(s),
+                    Err(over) => {
+                        exceeded = Some(over);
                         false
                     }
-                })),
-                Some(path),
-            )
+                },
+                None => {
+                    mistyped = true;
+                    false
+                }
+            }));
+            if let Some(over) = exceeded {
+                return Err(VmError::RegexWork {
+                    path: path.text.clone(),
+                    limit: over.limit,
+                });
+            }
+            (result, Some(path))
         }
         Op::Range {
             path,
@@ -683,10 +709,17 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         Op::Schema { schema } => {
             let schema = table(&program.schemas, schema)?;
             steps.visits += 1;
-            let holds = match crate::vm::schema::validate(schema, input.payload) {
+            let holds = match crate::vm::schema::validate(schema, input.payload, input.regex_budget)
+            {
                 Ok(holds) => holds,
                 Err(crate::vm::schema::SchemaLimit::BrokenProgram) => {
                     return Err(VmError::Internal("schema program is malformed"));
+                }
+                Err(crate::vm::schema::SchemaLimit::RegexWork(limit)) => {
+                    return Err(VmError::RegexWork {
+                        path: "payload".to_owned(),
+                        limit,
+                    });
                 }
                 // A limit refuses the request, under `not` and `any` too (never a `false` a
                 // `not` could flip into a pass).

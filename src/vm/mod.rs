@@ -28,5 +28,5 @@ pub use exec::{
     parse_timestamp, run, run_counted, run_unplanned, trace, trace_check, trace_from,
     undecidable_tests_decide,
 };
-pub use input::Input;
+pub use input::{Input, RegexBudget, RegexWorkExceeded};
 pub use json::Json;

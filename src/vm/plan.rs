@@ -18,6 +18,7 @@ use super::json::{Json, JsonKind};
 use super::path::{Leaf, follow_keys};
 use super::schema::leaf_holds;
 use crate::bytecode::index::{CheckIdx, PathIdx, lookup};
+use crate::bytecode::matcher::Matcher;
 use crate::bytecode::op::Op;
 use crate::bytecode::plan::{FlatProperty, FlatSchema, Plan, PlanCheck, Shape};
 use crate::bytecode::program::{CompiledPath, PathAccess, Program};
@@ -59,10 +60,16 @@ pub(super) fn decide<'r, J: Json<'r>>(
     input: &Input<'_, J>,
 ) -> Planned {
     for check in plan.checks() {
+        // The regex work of a check the plan cannot answer is given back: the program runs the
+        // check again and pays for it then, so a call pays what the program alone would.
+        let left = input.regex_budget.left();
         match answer(program, plan, check, input) {
             Answer::Holds => {}
             Answer::Fails => return Planned::Failed(check.check),
-            Answer::Unsure => return Planned::From(check.at),
+            Answer::Unsure => {
+                input.regex_budget.restore(left);
+                return Planned::From(check.at);
+            }
         }
     }
     Planned::Accepted
@@ -91,7 +98,7 @@ fn answer<'r, J: Json<'r>>(
                 ) {
                     (Some(path), Some(regex)) => {
                         each_keys(path, wildcard, input, |leaf| match leaf.as_str() {
-                            Some(text) => regex.regex.is_match(&text).into(),
+                            Some(text) => paid_match(&regex.regex, &text, input),
                             None => Answer::Unsure,
                         })
                     }
@@ -112,10 +119,12 @@ fn answer<'r, J: Json<'r>>(
         Shape::Schema => match *op {
             Op::Schema { schema } => match lookup(&program.schemas, schema) {
                 // A limit is the program's to report.
-                Some(schema) => match super::schema::validate(schema, input.payload) {
-                    Ok(holds) => holds.into(),
-                    Err(_) => Answer::Unsure,
-                },
+                Some(schema) => {
+                    match super::schema::validate(schema, input.payload, input.regex_budget) {
+                        Ok(holds) => holds.into(),
+                        Err(_) => Answer::Unsure,
+                    }
+                }
                 None => Answer::Unsure,
             },
             _ => Answer::Unsure,
@@ -165,7 +174,7 @@ fn plain<'r, J: Json<'r>>(program: &Program, op: Op, input: &Input<'_, J>) -> An
                 lookup(&program.regexes, regex),
             ) {
                 (Some(leaf), Some(regex)) => leaf.with_str(|text| match text {
-                    Some(text) => regex.regex.is_match(text).into(),
+                    Some(text) => paid_match(&regex.regex, text, input),
                     None => Answer::Unsure,
                 }),
                 _ => Answer::Unsure,
@@ -187,6 +196,16 @@ fn plain<'r, J: Json<'r>>(program: &Program, op: Op, input: &Input<'_, J>) -> An
             _ => Answer::Unsure,
         },
         _ => Answer::Unsure,
+    }
+}
+
+/// Whether `regex` matches `text`, paid from the request's regex work as the program pays;
+/// `Unsure` when the budget cannot pay (the program reports it).
+#[inline]
+fn paid_match<'r, J: Json<'r>>(regex: &Matcher, text: &str, input: &Input<'_, J>) -> Answer {
+    match input.regex_budget.charge(regex.work(text)) {
+        Ok(()) => regex.is_match(text).into(),
+        Err(_) => Answer::Unsure,
     }
 }
 

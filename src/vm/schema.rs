@@ -21,10 +21,12 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
+use super::input::RegexBudget;
 use super::json::{BYTES_PER_STEP, Json, JsonKind, json_hash};
 
 use crate::bytecode::schema::{
-    Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
+    Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram,
+    SchemaType, TypeSet,
 };
 use crate::value::{Segment, cmp_numbers, truncate_for_message, truncate_str};
 
@@ -66,6 +68,9 @@ pub enum SchemaLimit {
     Depth(u32),
     /// Needed more than [`SchemaProgram::step_limit`] steps.
     Steps(u64),
+    /// A `pattern` or `patternProperties` match would take the request past its regex work
+    /// (`Limits::max_regex_work`, this limit).
+    RegexWork(u64),
     /// A node id outside the arena: an internal invariant broke (never expected).
     BrokenProgram,
 }
@@ -81,6 +86,11 @@ impl std::fmt::Display for SchemaLimit {
                 f,
                 "schema validation needed more than the limit of {limit} steps"
             ),
+            SchemaLimit::RegexWork(limit) => write!(
+                f,
+                "schema validation needed more than the request's regex work limit of {limit} \
+                 byte-states"
+            ),
             SchemaLimit::BrokenProgram => f.write_str("schema program is malformed"),
         }
     }
@@ -91,30 +101,37 @@ impl SchemaLimit {
         match abort {
             Abort::Depth => SchemaLimit::Depth(program.depth_limit()),
             Abort::Steps => SchemaLimit::Steps(program.step_limit()),
+            Abort::RegexWork(limit) => SchemaLimit::RegexWork(limit),
             Abort::BrokenProgram => SchemaLimit::BrokenProgram,
         }
     }
 }
 
-/// Whether `instance` validates against `program`, or the limit that stopped validation first.
-/// Allocation-free when it validates (up to `uniqueItems` over more than 16 items).
+/// Whether `instance` validates against `program`, or the limit that stopped validation first;
+/// its `pattern` and `patternProperties` matches are paid from `regex_budget`. Allocation-free
+/// when it validates (up to `uniqueItems` over more than 16 items).
 pub fn validate<'r, J: Json<'r>>(
     program: &SchemaProgram,
     instance: J,
+    regex_budget: &RegexBudget,
 ) -> Result<bool, SchemaLimit> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
+        regex_budget,
         report: Quiet,
     };
     eval.node(program.root(), Instance::Value(instance), 0)
         .map_err(|abort| SchemaLimit::of(abort, program))
 }
 
-/// True when `instance` validates against `program`; a limit reached makes it invalid (fail
-/// closed). Allocation-free when it validates.
+/// True when `instance` validates against `program`, regex work unbounded; a limit reached
+/// makes it invalid (fail closed). Allocation-free when it validates.
 pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
-    matches!(validate(program, instance), Ok(true))
+    matches!(
+        validate(program, instance, &RegexBudget::unlimited()),
+        Ok(true)
+    )
 }
 
 /// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
@@ -122,9 +139,11 @@ pub fn first_violation<'r, J: Json<'r>>(
     program: &SchemaProgram,
     instance: J,
 ) -> Option<SchemaViolation> {
+    let regex_budget = RegexBudget::unlimited();
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
+        regex_budget: &regex_budget,
         report: Explain::default(),
     };
     match eval.node(program.root(), Instance::Value(instance), 0) {
@@ -148,6 +167,8 @@ pub fn first_violation<'r, J: Json<'r>>(
 enum Abort {
     Depth,
     Steps,
+    /// The request's regex work would pass this limit.
+    RegexWork(u64),
     /// A node id outside the arena: an internal invariant broke (never expected).
     BrokenProgram,
 }
@@ -384,6 +405,8 @@ impl Report for Explain {
 struct Eval<'p, R> {
     program: &'p SchemaProgram,
     steps_left: u64,
+    /// The request's regex work, which `pattern` and `patternProperties` matches are paid from.
+    regex_budget: &'p RegexBudget,
     report: R,
 }
 
@@ -428,6 +451,14 @@ impl<R: Report> Eval<'_, R> {
         Ok(())
     }
 
+    /// Whether `pattern` matches `text`, paid from the request's regex work before it runs.
+    fn matches(&mut self, pattern: &SchemaPattern, text: &str) -> Result<bool, Abort> {
+        self.regex_budget
+            .charge(pattern.regex.work(text))
+            .map_err(|over| Abort::RegexWork(over.limit))?;
+        Ok(pattern.regex.is_match(text))
+    }
+
     /// Evaluates a node quietly (for `anyOf`, `oneOf`, `not`, `if`, `contains`,
     /// `propertyNames`), sharing the step budget. Aborts still propagate.
     fn quiet<'r, J: Json<'r>>(
@@ -439,6 +470,7 @@ impl<R: Report> Eval<'_, R> {
         let mut quiet = Eval {
             program: self.program,
             steps_left: self.steps_left,
+            regex_budget: self.regex_budget,
             report: Quiet,
         };
         let outcome = quiet.node(id, instance, depth);
@@ -653,9 +685,10 @@ impl<R: Report> Eval<'_, R> {
         }
         if let Some(pattern) = &schema.pattern {
             self.step()?;
+            let matched = self.matches(pattern, text)?;
             ensure!(
                 self,
-                pattern.regex.is_match(text),
+                matched,
                 "pattern",
                 "value `{}` does not match pattern `{}`",
                 quote_str(text),
@@ -953,7 +986,7 @@ impl<R: Report> Eval<'_, R> {
         }
         for (pattern, id) in &schema.pattern_properties {
             self.charge(1 + text_steps(name))?;
-            if pattern.regex.is_match(name) {
+            if self.matches(pattern, name)? {
                 matched = true;
                 require!(self.descend("patternProperties", *id, Step::Key(name), value, depth));
             }

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::{Matcher, MatcherCache, with_ascii_classes};
+use super::{Matcher, MatcherCache, SEARCH_STATES, nfa_states, parse, with_ascii_classes};
 
 fn matcher(pattern: &str, case_insensitive: bool) -> Matcher {
     Matcher::build(pattern, case_insensitive, 1 << 20)
@@ -342,4 +342,60 @@ proptest! {
             );
         }
     }
+}
+
+/// The cost a match by the regex engine is charged per byte ([`Matcher::cost`]) is at least the
+/// number of states of the NFA the engine compiles the pattern to (what its slowest search steps
+/// through per byte), and within a small factor of it for the usual shapes — counted from the
+/// syntax tree, without compiling a second NFA.
+#[test]
+fn the_cost_bounds_the_states_of_the_compiled_nfa() {
+    use regex_automata::nfa::thompson;
+    for (pattern, case_insensitive) in [
+        (r"^(?:[^@]+@example\.com)$", false),
+        (r"^(?:[^@]+@example\.com)$", true),
+        (r"^(?:\w{38}zN)$", false),
+        (r"\w{38}zN", true),
+        (r"^(?:[^@\s]+@[^@\s]+\.[a-z]{2,})$", true),
+        (r"^(?:rec_[0-9a-z]{12})$", false),
+        (r"^(?:[1-9][0-9]?|1[0-9][0-9]|2[0-4][0-9]|250)$", false),
+        (r"^(?:\pL{38}zN)$", false),
+        (r"\p{Greek}+|(?:café){2,5}|日本語", true),
+        (r"^(?:[a-z]*a[a-z]{20})$", false),
+        (r"(a|b|)*?(?:x?){0,7}\b$", false),
+        ("", false),
+        (".*", false),
+        ("(?s).{3,}", false),
+    ] {
+        let hir = parse(pattern, case_insensitive).unwrap();
+        let cost = nfa_states(&hir) + SEARCH_STATES;
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().nfa_size_limit(None))
+            .build_from_hir(&hir)
+            .unwrap();
+        let states = u64::try_from(nfa.states().len()).unwrap();
+        assert!(cost >= states, "`{pattern}`: cost {cost} < {states} states");
+        assert!(
+            cost <= 4 * states + 16,
+            "`{pattern}`: cost {cost} ≫ {states} states"
+        );
+    }
+}
+
+/// A shortcut reads each byte once: a table load, and a binary search of the run's ranges for a
+/// non-ASCII character. The engine's cost is its NFA's.
+#[test]
+fn a_match_costs_its_text_times_its_cost_per_byte() {
+    let ascii = matcher(r"^(?:INV-[0-9]{6})$", false);
+    assert!(ascii.has_shortcut());
+    assert_eq!(ascii.cost(), 1);
+    assert_eq!(ascii.work("INV-123456"), 11);
+    let wide = matcher(r"^(?:[^@]+@example\.com)$", false);
+    assert!(wide.has_shortcut());
+    assert_eq!(wide.cost(), 2);
+    let engine = matcher(r"^(?:a|bc)+$", false);
+    assert!(!engine.has_shortcut());
+    assert!(engine.cost() > 4);
+    assert_eq!(engine.work(""), engine.cost());
+    assert_eq!(engine.work("abc"), 4 * engine.cost());
 }
