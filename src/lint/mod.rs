@@ -5,16 +5,18 @@
 //! The rules come from the review guidance of the capability-manifest article (SPEC's seed
 //! `001`): wildcard resources, unconstrained writes, long lifetimes, boilerplate
 //! justifications, regexes that accept anything, capabilities granting every verb, write
-//! capabilities without a declared risk, and `optional` under `not`. `docs/lints.md` lists each
-//! rule with an example and the fix.
+//! capabilities without a declared risk, `optional` under `not`, and `fieldEquals` between two
+//! paths that may both be `null`. `docs/lints.md` lists each rule with an example and the fix.
 //!
 //! Lints never change what a policy allows; a policy with warnings loads and runs unchanged.
 
 use crate::compile::is_read_verb;
 use crate::span::Span;
 use crate::syntax::ast::{
-    Capability, Constraint, ConstraintKind, Duration, Lifetime, PolicyFile, ResourceKind, Skill,
+    Capability, Constraint, ConstraintKind, Duration, EqualsRhs, Lifetime, PolicyFile,
+    RangeSubject, ResourceKind, SchemaSource, Skill,
 };
+use crate::value::{Path, Root, Segment};
 
 /// The review rules, each with a stable code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -35,11 +37,13 @@ pub enum LintCode {
     WriteWithoutRisk,
     /// CG008: `optional` inside `not`, which inverts it.
     OptionalInsideNot,
+    /// CG009: `fieldEquals A == B` between two paths that may both be `null`.
+    NullEqualsNull,
 }
 
 impl LintCode {
     /// Every lint, in code order.
-    pub const ALL: [LintCode; 8] = [
+    pub const ALL: [LintCode; 9] = [
         LintCode::WildcardResource,
         LintCode::UnconstrainedWrite,
         LintCode::LongLifetime,
@@ -48,6 +52,7 @@ impl LintCode {
         LintCode::EveryVerb,
         LintCode::WriteWithoutRisk,
         LintCode::OptionalInsideNot,
+        LintCode::NullEqualsNull,
     ];
 
     /// The stable code, `CG001`…`CG008`.
@@ -61,6 +66,7 @@ impl LintCode {
             LintCode::EveryVerb => "CG006",
             LintCode::WriteWithoutRisk => "CG007",
             LintCode::OptionalInsideNot => "CG008",
+            LintCode::NullEqualsNull => "CG009",
         }
     }
 
@@ -75,6 +81,7 @@ impl LintCode {
             LintCode::EveryVerb => "every-verb",
             LintCode::WriteWithoutRisk => "write-without-risk",
             LintCode::OptionalInsideNot => "optional-inside-not",
+            LintCode::NullEqualsNull => "null-equals-null",
         }
     }
 }
@@ -213,8 +220,35 @@ fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>
             );
         }
     }
+    let pins = Pins::of(&capability.constraints);
     for constraint in &capability.constraints {
         walk(constraint, false, &mut |constraint, negated| {
+            if let ConstraintKind::FieldEquals {
+                path,
+                rhs: EqualsRhs::Path(other),
+            } = &constraint.kind
+            {
+                let open = |path: &Path| !pins.rules_out_null(path, constraint.optional);
+                if !negated && open(&path.node) && open(&other.node) {
+                    let (optional, absent) = if constraint.optional {
+                        ("optional ", " or both absent")
+                    } else {
+                        ("", "")
+                    };
+                    lints.push(Lint {
+                        code: LintCode::NullEqualsNull,
+                        span: constraint.span,
+                        message: format!(
+                            "`{optional}fieldEquals {} == {}` in capability `{name}` holds when both are `null`{absent}",
+                            path.node, other.node
+                        ),
+                        help: format!(
+                            "if `{}` is the caller's identity, write `actorBinding {} == {}` (it refuses a `null` identity); otherwise rule out `null` on one side: a `payloadSchema` that requires it with a non-null `type`, a `fieldMatches` or `fieldRange` on it, or `not {{ fieldEquals {} == null }}`",
+                            other.node, path.node, other.node, path.node
+                        ),
+                    });
+                }
+            }
             if let ConstraintKind::FieldMatches { pattern, .. } = &constraint.kind {
                 if !negated && matches_anything(&pattern.node) {
                     lints.push(Lint {
@@ -242,6 +276,120 @@ fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>
                 });
             }
         });
+    }
+}
+
+/// What a capability's constraints rule out, for [`LintCode::NullEqualsNull`]: the paths at
+/// which every request the capability allows has a value that is not `null` (`present`), or at
+/// least is not `null` when present (`non_null`). Read from the constraints every allowed
+/// request meets — the top-level ones and those of a top-level `all`, not `optional` — and kept
+/// simple: no reasoning through `any`, `not` (but `not { fieldEquals P == null }`), other
+/// `fieldEquals` paths or schema keywords other than `required`, `properties` and `type`.
+#[derive(Default)]
+struct Pins<'a> {
+    present: Vec<&'a Path>,
+    non_null: Vec<&'a Path>,
+    schemas: Vec<&'a serde_json::Value>,
+}
+
+impl<'a> Pins<'a> {
+    fn of(constraints: &'a [Constraint]) -> Pins<'a> {
+        let mut pins = Pins::default();
+        pins.add(constraints);
+        pins
+    }
+
+    fn add(&mut self, constraints: &'a [Constraint]) {
+        for constraint in constraints {
+            if constraint.optional {
+                continue;
+            }
+            match &constraint.kind {
+                ConstraintKind::All(items) => self.add(items),
+                // A regex, a range and a non-null literal each hold only on a value of their
+                // kind; an identity binding only on a non-null identity equal to the paths.
+                ConstraintKind::FieldMatches { path, .. }
+                | ConstraintKind::FieldRange {
+                    subject: RangeSubject::Field(path),
+                    ..
+                } => self.present.push(&path.node),
+                ConstraintKind::FieldRange {
+                    subject: RangeSubject::Difference(a, b),
+                    ..
+                } => self.present.extend([&a.node, &b.node]),
+                ConstraintKind::FieldEquals {
+                    path,
+                    rhs: EqualsRhs::Value(value),
+                } if !value.node.is_null() => self.present.push(&path.node),
+                ConstraintKind::FieldEquals {
+                    path,
+                    rhs: EqualsRhs::In(values),
+                } if values.iter().all(|v| !v.node.is_null()) => self.present.push(&path.node),
+                ConstraintKind::ActorBinding { paths, identity } => {
+                    self.present.push(&identity.node);
+                    self.present.extend(paths.iter().map(|p| &p.node));
+                }
+                ConstraintKind::Not(inner) if !inner.optional => {
+                    if let ConstraintKind::FieldEquals {
+                        path,
+                        rhs: EqualsRhs::Value(value),
+                    } = &inner.kind
+                    {
+                        if value.node.is_null() {
+                            self.non_null.push(&path.node);
+                        }
+                    }
+                }
+                ConstraintKind::PayloadSchema(SchemaSource::Inline(schema)) => {
+                    self.schemas.push(&schema.node);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether every allowed request has a non-`null` value at `path` — present too, when the
+    /// `fieldEquals` is `optional` (which holds when both sides are absent). A path rooted
+    /// elsewhere than `payload`, `agent` or `context` is never `null`: a binding, a query
+    /// parameter or a request field is a string when present.
+    fn rules_out_null(&self, path: &Path, optional: bool) -> bool {
+        if !matches!(path.root, Root::Payload | Root::Agent | Root::Context) {
+            return !optional;
+        }
+        self.present.contains(&path)
+            || (!optional && self.non_null.contains(&path))
+            || (path.root == Root::Payload
+                && self
+                    .schemas
+                    .iter()
+                    .any(|schema| schema_requires_non_null(schema, &path.segments)))
+    }
+}
+
+/// Whether `schema` requires a non-`null` value at the payload path `segments` (keys only):
+/// each key in the `required` of the schema above it and in its `properties`, and a `type` at
+/// the end that does not include `"null"`.
+fn schema_requires_non_null(schema: &serde_json::Value, segments: &[Segment]) -> bool {
+    let mut node = schema;
+    for segment in segments {
+        let Segment::Key(key) = segment else {
+            return false;
+        };
+        let required = node
+            .get("required")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(key)));
+        match node.get("properties").and_then(|p| p.get(key)) {
+            Some(next) if required => node = next,
+            _ => return false,
+        }
+    }
+    match node.get("type") {
+        Some(serde_json::Value::String(name)) => name != "null",
+        Some(serde_json::Value::Array(names)) => {
+            !names.is_empty() && names.iter().all(|name| name.as_str() != Some("null"))
+        }
+        _ => false,
     }
 }
 
@@ -504,13 +652,54 @@ mod tests {
         assert!(codes(&double, "").is_empty());
     }
 
+    /// `fieldEquals A == B` holds on `null == null` (issue 40 item 14): flagged when neither side
+    /// is known to be non-null — and, for `optional`, present — from the capability's other
+    /// constraints.
+    #[test]
+    fn field_equals_between_two_optional_paths_is_linted() {
+        let base = format!("resource tool \"t\" operations call {GOOD}");
+        let with = |constraints: &str| codes(&format!("{base} {constraints}"), "risk low");
+        for flagged in [
+            "fieldEquals payload.owner == agent.id",
+            "fieldEquals payload.items[*].org == context.org",
+            "any { fieldEquals payload.owner == agent.id fieldEquals agent.role == \"admin\" }",
+            // `optional` also passes when both are absent: a non-null check is not enough.
+            "optional fieldEquals payload.owner == agent.id not { fieldEquals payload.owner == null }",
+            // Pins under `any`, `optional` or a deeper `not` rule out nothing.
+            "fieldEquals payload.owner == agent.id any { fieldMatches payload.owner ~ /a/ fieldEquals payload.x == 1 }",
+            "fieldEquals payload.owner == agent.id optional fieldMatches payload.owner ~ /a/",
+            r#"fieldEquals payload.owner == agent.id payloadSchema {"properties": {"owner": {"type": "string"}}}"#,
+            r#"fieldEquals payload.owner == agent.id payloadSchema {"required": ["owner"], "properties": {"owner": {"type": ["string", "null"]}}}"#,
+        ] {
+            assert_eq!(with(flagged), ["CG009"], "{flagged}");
+        }
+        for quiet in [
+            // A literal, a binding or a request field is never null.
+            "fieldEquals payload.owner == \"me\"",
+            "fieldEquals resource.t == context.org",
+            "fieldEquals payload.op == request.operation",
+            // One side ruled out by another constraint.
+            "fieldEquals payload.owner == agent.id fieldMatches agent.id ~ /[a-z]+/",
+            "fieldEquals payload.owner == agent.id all { fieldRange payload.owner >= 1 }",
+            "fieldEquals payload.owner == agent.id fieldEquals payload.owner in [\"a\", \"b\"]",
+            "fieldEquals payload.owner == agent.id not { fieldEquals agent.id == null }",
+            "actorBinding payload.owner == agent.id fieldEquals payload.other == payload.owner",
+            r#"fieldEquals payload.owner.id == agent.id payloadSchema {"required": ["owner"], "properties": {"owner": {"required": ["id"], "properties": {"id": {"type": "string"}}}}}"#,
+            r#"optional fieldEquals payload.owner == agent.id payloadSchema {"required": ["owner"], "properties": {"owner": {"type": "integer"}}}"#,
+            // Under `not`, `null == null` holding denies: the safe way round.
+            "not { fieldEquals payload.owner == agent.id }",
+        ] {
+            assert!(with(quiet).is_empty(), "{quiet}: {:?}", with(quiet));
+        }
+    }
+
     #[test]
     fn every_code_is_distinct_and_ordered() {
         let all: Vec<&str> = LintCode::ALL.iter().map(|c| c.code()).collect();
         assert_eq!(
             all,
             [
-                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008"
+                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008", "CG009"
             ]
         );
     }
