@@ -608,6 +608,64 @@ fn regex_limits_are_honoured_as_configured() {
     assert!(error.contains("more than 1000 bytes"), "{error}");
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Over generated policies, texts and budgets, a request is refused for its regex work
+    /// exactly when its matches, charged in order, need more than the budget — the same from
+    /// bytes and pre-parsed.
+    #[test]
+    fn a_request_is_refused_exactly_when_its_matches_need_more_than_the_budget(
+        checks in proptest::collection::vec(
+            (
+                proptest::sample::select(vec!["(?:ab|b)*a?", "[ab]*", "(?:a|bb?)*", "[ab]{0,9}(?:ab)*b?"]),
+                0usize..3_000,
+            ),
+            1..5,
+        ),
+        budget in 0u64..200_000,
+    ) {
+        let constraints: Vec<String> = checks
+            .iter()
+            .enumerate()
+            .map(|(i, (pattern, _))| format!("fieldMatches payload.t{i} ~ /{pattern}/"))
+            .collect();
+        let limits = Limits { max_regex_work: budget, ..Limits::DEFAULT };
+        let text = format!(
+            "skill \"s\" {{ version \"1\" capability \"c\" {{ resource tool \"t\" operations call \
+             justification \"j\" {} }} }}",
+            constraints.join(" ")
+        );
+        let mut loader = PolicyLoader::new(limits);
+        loader.add_text("p.cap", text, PolicyFormat::Cap, None);
+        let engine = Engine::builder(loader.finish().unwrap()).limits(limits).build();
+        let mut payload = serde_json::Map::new();
+        let mut needed: u64 = 0;
+        let mut refused = false;
+        for (i, (pattern, len)) in checks.iter().enumerate() {
+            let value = "ab".repeat(*len / 2);
+            let anchored = capgate::bytecode::matcher::Matcher::anchored(pattern).unwrap();
+            let matcher =
+                capgate::bytecode::matcher::Matcher::build(&anchored, false, 1 << 20).unwrap();
+            proptest::prop_assert!(matcher.is_match(&value), "{pattern} on {value}");
+            needed += matcher.work(&value);
+            refused |= needed > budget;
+            payload.insert(format!("t{i}"), serde_json::Value::String(value));
+        }
+        let bytes = request_bytes(&serde_json::Value::Object(payload));
+        let from_bytes = engine.check_slice(&bytes);
+        let pre_parsed = engine.check_value(serde_json::from_slice(&bytes).unwrap());
+        proptest::prop_assert_eq!(&from_bytes, &pre_parsed);
+        if refused {
+            proptest::prop_assert_eq!(from_bytes.decision, Verdict::Deny);
+            proptest::prop_assert_eq!(from_bytes.reasons[0].constraint, ReasonKind::Input);
+            proptest::prop_assert!(from_bytes.reasons[0].message.contains("max_regex_work"));
+        } else {
+            proptest::prop_assert_eq!(from_bytes.decision, Verdict::Allow, "{:?}", from_bytes);
+        }
+    }
+}
+
 /// Compiling regexes was bounded per regex only: a 41 KB policy of 1,000 distinct `\w{38}zN`
 /// regexes took 20 s to load (each compiled to the 1 MiB limit of one regex and failed). `\w`
 /// is ASCII now, so that policy loads; its Unicode twin (`\pL{38}zN`, ~1.8 MB compiled each) is
