@@ -1003,20 +1003,27 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
     }
 }
 
-/// Builds the reason for a failed top-level constraint by tracing the program. The traces run
-/// on a budget of their own with the regex work that was `left` when the decision ran the
-/// program: they repeat (a part of) that run, so they fit it, and the decision's budget — which
+/// Builds the reason for a failed top-level constraint by tracing the program. Each trace runs
+/// on a budget of its own with the regex work that was `left` when the decision ran the
+/// program: it repeats (a part of) that run, so it fits it, and the decision's budget — which
 /// the next candidates share — is not spent on explaining.
 fn explain_failure<'r, J: Json<'r>>(
     capability: &CompiledCapability,
-    input: &Input<'_, J>,
+    decided: &Input<'_, J>,
     check: CheckIdx,
     left: u64,
 ) -> Reason {
-    let regex_budget = input.regex_budget.with_left(left);
+    let (traced_budget, lenient_budget) = (
+        decided.regex_budget.with_left(left),
+        decided.regex_budget.with_left(left),
+    );
     let input = &Input {
-        regex_budget: &regex_budget,
-        ..*input
+        regex_budget: &traced_budget,
+        ..*decided
+    };
+    let lenient_input = &Input {
+        regex_budget: &lenient_budget,
+        ..*decided
     };
     let info = lookup(&capability.program.checks, check);
     let constraint = info.map_or(ReasonKind::Input, |c| {
@@ -1051,7 +1058,8 @@ fn explain_failure<'r, J: Json<'r>>(
     // and is named (regression: an undecidable test in an `any` that held anyway took the place
     // of the failure that mattered).
     let undecidable = !broken.is_empty()
-        && crate::vm::undecidable_tests_decide(&capability.program, input, check).unwrap_or(true);
+        && crate::vm::undecidable_tests_decide(&capability.program, lenient_input, check)
+            .unwrap_or(true);
     let failing: Vec<&TestReport> = reports
         .iter()
         .filter(|r| !r.holds && (!r.broken || undecidable))
