@@ -26,6 +26,17 @@ pub struct Limits {
     pub max_array_scan: usize,
     /// Largest `N` of a plain (sliding-window) `rateLimit`.
     pub max_sliding_window: u64,
+    /// Refuse (`input`) a request with an object whose member names include two that are equal
+    /// under Unicode simple case folding (`{"amount": 50, "Amount": 1000000}`): an upstream that
+    /// binds members case-insensitively (Go's `encoding/json`) may read either. Checked by the
+    /// request parsers (`check_slice`, `check_doc`, `check_value`, `Request::from_slice`), not
+    /// on a `Request` built in memory. See `docs/semantics.md` (Requests).
+    pub refuse_case_variant_members: bool,
+    /// Refuse (`input`) a request when a member the policy reads (a path of a constraint, an
+    /// `optional` or `not` one included, or a `payloadSchema`'s `properties`, `required` or
+    /// `dependentRequired`) is absent but the object has a member whose name is a case variant
+    /// of it (`{"Amount": 1000000}` against `optional fieldRange payload.amount <= 100`).
+    pub refuse_case_variant_reads: bool,
 }
 
 impl Limits {
@@ -45,6 +56,8 @@ impl Limits {
         max_capabilities_per_skill: 1_000,
         max_array_scan: 100_000,
         max_sliding_window: 10_000,
+        refuse_case_variant_members: true,
+        refuse_case_variant_reads: true,
     };
 }
 
