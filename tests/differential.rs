@@ -1018,6 +1018,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             transaction: request.transaction.as_deref(),
             now,
             max_array_scan: engine.limits().max_array_scan,
+            refuse_case_variants: engine.limits().refuse_case_variant_reads,
         };
         let program = capability.program.program();
         let tests = program

@@ -86,6 +86,7 @@ fn input_with<'a, J>(
         transaction: None,
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
+        refuse_case_variants: true,
     }
 }
 

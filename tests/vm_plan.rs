@@ -330,6 +330,7 @@ fn outcomes(
     pattern.matches(&request, &mut bindings);
     let on_values = Input {
         max_array_scan,
+        refuse_case_variants: true,
         ..input([payload, agent, context], &request, &bindings)
     };
     let texts = [payload, agent, context].map(Value::to_string);
@@ -342,6 +343,7 @@ fn outcomes(
     ];
     let on_tapes = Input {
         max_array_scan,
+        refuse_case_variants: true,
         ..input(
             [docs[0].root(), docs[1].root(), docs[2].root()],
             &request,
@@ -373,6 +375,7 @@ fn input<'a, J>(
         transaction: None,
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
+        refuse_case_variants: true,
     }
 }
 

@@ -52,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
                             transaction: None,
                             now: chrono::DateTime::UNIX_EPOCH,
                             max_array_scan: 16,
+                            refuse_case_variants: true,
                         };
                         let outcome = capgate::vm::run(&capability.program, &input);
                         assert!(

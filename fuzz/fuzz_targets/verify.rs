@@ -406,6 +406,7 @@ fuzz_target!(|case: Case| {
         transaction: case.transaction.as_deref(),
         now: chrono::DateTime::from_timestamp(case.now_seconds, 0).unwrap_or_default(),
         max_array_scan: usize::from(case.max_array_scan),
+        refuse_case_variants: true,
     };
     let fast = capgate::vm::run(&verified, &input);
     no_internal("run", &fast, program);

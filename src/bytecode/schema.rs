@@ -218,6 +218,10 @@ pub struct Shape {
     /// For each `required` name, its position in `properties` when listed there (so one lookup
     /// serves both keywords).
     pub required_properties: Vec<Option<usize>>,
+    /// The simple case foldings of the `properties` names, sorted, when `patternProperties` or
+    /// `additionalProperties` apply too (members are then matched by name, and a member that is
+    /// a case variant of a property is found by folding its name).
+    pub folded_properties: Vec<String>,
     /// Set when the schema's only keywords are `type` and the length bounds of strings and
     /// arrays: the quiet evaluator checks such a leaf in line. Boxed: `SchemaObject`s are
     /// built on the stack of a recursive compiler, whose frames this would otherwise widen.
@@ -367,6 +371,19 @@ impl Shape {
                 || !object.one_of.is_empty()
                 || object.not.is_some()
                 || object.condition.is_some(),
+            folded_properties: if object.pattern_properties.is_empty()
+                && object.additional_properties.is_none()
+            {
+                Vec::new()
+            } else {
+                let mut folded: Vec<String> = object
+                    .properties
+                    .iter()
+                    .map(|(name, _)| crate::fold::folded(name).collect())
+                    .collect();
+                folded.sort_unstable();
+                folded
+            },
             required_properties: object
                 .required
                 .iter()
@@ -389,6 +406,16 @@ impl SchemaObject {
             .ok()
             .and_then(|i| self.properties.get(i))
             .map(|(_, id)| *id)
+    }
+
+    /// True when a name of `properties` is equal to `name` under simple case folding (for a
+    /// member `properties` does not list: then a case variant of a property). Only for a schema
+    /// with `patternProperties` or `additionalProperties` ([`Shape::folded_properties`]).
+    pub fn has_case_variant_property(&self, name: &str) -> bool {
+        self.shape
+            .folded_properties
+            .binary_search_by(|property| property.chars().cmp(crate::fold::folded(name)))
+            .is_ok()
     }
 
     /// Every node this object applies to the same instance location (`$ref`, `allOf`, `anyOf`,

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 
 use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
-use super::rate_key::rate_key;
+use super::rate_key::{KeyRefusal, rate_key};
 use super::request::Request;
 use super::view::RequestView;
 use crate::bytecode::index::{CheckIdx, lookup};
@@ -164,6 +164,7 @@ impl Engine {
             transaction: request.transaction,
             now,
             max_array_scan: self.limits.max_array_scan,
+            refuse_case_variants: self.limits.refuse_case_variant_reads,
         }
     }
 
@@ -493,8 +494,10 @@ impl Engine {
         keys.clear();
         let mut ends = [0usize; MAX_RATE_LIMITS];
         for (index, limit) in capability.rate_limits.iter().enumerate() {
-            if let Err(reason) = rate_key(keys, skill, capability, index, limit, input) {
-                return Step::Fails(reason);
+            match rate_key(keys, skill, capability, index, limit, input) {
+                Ok(()) => {}
+                Err(KeyRefusal::Absent(reason)) => return Step::Fails(reason),
+                Err(KeyRefusal::CaseVariant(reason)) => return Step::Abort(reason),
             }
             match ends.get_mut(index) {
                 Some(end) => *end = keys.len(),
@@ -983,6 +986,7 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
         constraint: ReasonKind::Input,
         path: match error {
             VmError::ArrayTooLong { path, .. } => Some(path.clone()),
+            VmError::CaseVariant { path } => path.clone(),
             VmError::Internal(_) => None,
         },
         message: error.to_string(),

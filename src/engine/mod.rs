@@ -36,7 +36,7 @@ use crate::limits::Limits;
 use crate::name::Name;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
-use crate::tape::Tape;
+use crate::tape::{Repeats, Tape};
 use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
@@ -542,6 +542,18 @@ impl Engine {
         decision
     }
 
+    /// Which member names of one object this engine refuses as one name given twice: the rule
+    /// to parse a document for [`Engine::check_doc`] with ([`Repeats::CaseFolded`] unless
+    /// `Limits::refuse_case_variant_members` is off).
+    #[inline]
+    pub fn repeats(&self) -> Repeats {
+        if self.limits.refuse_case_variant_members {
+            Repeats::CaseFolded
+        } else {
+            Repeats::Exact
+        }
+    }
+
     /// Decides a request the caller has already parsed onto a [`crate::tape::Tape`] — for a
     /// gateway that parses the bytes once for its own use (routing, say) and then asks for a
     /// decision without parsing them again.
@@ -550,11 +562,19 @@ impl Engine {
     /// whatever depth limit the caller parsed with: a document larger than `max_request_bytes`
     /// or not a request this engine reads (a member nested deeper than `max_payload_depth`
     /// included, which also bounds the whole document well inside the engine's own parse
-    /// limit) is decided through the same full parse, so the input error is the same too.
+    /// limit) is decided through the same full parse, so the input error is the same too. A
+    /// document parsed with [`Repeats::Exact`] (as [`crate::tape::Tape::parse`] does) by an
+    /// engine that refuses case-variant member names is parsed again with
+    /// [`Engine::repeats`]; parse with that rule (`Tape::parse_with`) to parse once.
     pub fn check_doc(&self, doc: &crate::tape::Doc<'_>) -> Decision {
         let bytes = doc.bytes();
         if bytes.len() > self.limits.max_request_bytes {
             return self.check_slice_parsed(bytes);
+        }
+        // A document parsed without refusing case-variant member names, where the engine
+        // refuses them, may hold some: the engine parses the bytes with its own rule.
+        if self.repeats() == Repeats::CaseFolded && doc.repeats() == Repeats::Exact {
+            return self.check_slice(bytes);
         }
         self.read_doc(
             doc,
@@ -613,7 +633,7 @@ impl Engine {
     ) -> R {
         // Borrowed where it was built, as the view below is: moving the document out of the
         // `Result` copied it just after the parse stored it.
-        match &tape.parse(bytes, self.limits.parse_depth()) {
+        match &tape.parse_with(bytes, self.limits.parse_depth(), self.repeats()) {
             Ok(doc) => self.read_doc(doc, f, refused),
             Err(_) => refused(),
         }

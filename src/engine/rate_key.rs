@@ -17,8 +17,18 @@ use super::decision::{Reason, ReasonKind};
 use crate::bytecode::index::lookup;
 use crate::bytecode::program::{CompiledCapability, CompiledSkill, RateLimitSpec};
 use crate::vm::json::JsonKind;
-use crate::vm::path::{Leaf, with_single};
-use crate::vm::{Input, Json};
+use crate::vm::path::{Leaf, Stop, with_single};
+use crate::vm::{Input, Json, VmError};
+
+/// Why a rate-limit key could not be built.
+#[derive(Debug)]
+pub(super) enum KeyRefusal {
+    /// A `by` value is absent or unreadable: the candidate fails (`rateLimit`).
+    Absent(Reason),
+    /// A `by` path is absent but its object has a case variant of the name: the request is
+    /// refused (`input`), as for any path a capability reads.
+    CaseVariant(Reason),
+}
 
 /// Appends the rate-limit key: length-prefixed skill, capability, index and `by` values.
 pub(super) fn rate_key<'r, J: Json<'r>>(
@@ -28,7 +38,7 @@ pub(super) fn rate_key<'r, J: Json<'r>>(
     index: usize,
     limit: &RateLimitSpec,
     input: &Input<'_, J>,
-) -> Result<(), Reason> {
+) -> Result<(), KeyRefusal> {
     fn part(out: &mut Vec<u8>, bytes: &[u8]) {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&len.to_le_bytes());
@@ -39,11 +49,12 @@ pub(super) fn rate_key<'r, J: Json<'r>>(
     part(out, &u32::try_from(index).unwrap_or(u32::MAX).to_le_bytes());
     for by in &limit.by {
         let Some(path) = lookup(&capability.program.paths, *by) else {
-            return Err(Reason::request(
+            return Err(KeyRefusal::Absent(Reason::request(
                 ReasonKind::Input,
                 "internal error: rate-limit path out of range",
-            ));
+            )));
         };
+        let mut case_variant = false;
         let ok = with_single(input, path, |leaf| match leaf {
             Ok(leaf) => {
                 let start = out.len();
@@ -58,16 +69,31 @@ pub(super) fn rate_key<'r, J: Json<'r>>(
                 }
                 written
             }
-            Err(_) => false,
+            Err(stop) => {
+                case_variant = stop == Stop::CaseVariant;
+                false
+            }
         });
+        if case_variant {
+            let error = VmError::CaseVariant {
+                path: Some(path.text.clone()),
+            };
+            return Err(KeyRefusal::CaseVariant(Reason {
+                capability: Some(capability.name.clone()),
+                constraint: ReasonKind::Input,
+                path: Some(path.text.clone()),
+                message: error.to_string(),
+                source: None,
+            }));
+        }
         if !ok {
-            return Err(Reason {
+            return Err(KeyRefusal::Absent(Reason {
                 capability: Some(capability.name.clone()),
                 constraint: ReasonKind::RateLimit,
                 path: Some(path.text.clone()),
                 message: format!("the rate-limit key `{}` is absent", path.text),
                 source: limit.location.as_ref().map(ToString::to_string),
-            });
+            }));
         }
     }
     Ok(())

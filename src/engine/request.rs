@@ -2,7 +2,10 @@
 //!
 //! [`Request::from_slice`] is the way in for untrusted bytes: it rejects duplicate object keys
 //! anywhere (a payload with two `amount`s must not be read one way by capgate and another by the
-//! API behind it), unknown request fields, nesting deeper than the limit and oversized input.
+//! API behind it), unknown request fields, nesting deeper than the limit and oversized input;
+//! and, unless `Limits::refuse_case_variant_members` is off, objects of the payload, agent or
+//! context with two member names equal under simple case folding (`amount` and `Amount`, which
+//! an API that binds members case-insensitively reads as one).
 
 use std::fmt;
 
@@ -75,6 +78,20 @@ pub enum RequestError {
     /// The JSON is malformed, has duplicate keys or unknown fields, or lacks a required field.
     #[error("malformed request: {0}")]
     Malformed(String),
+    /// An object of `payload`, `agent` or `context` has two members whose names are equal under
+    /// Unicode simple case folding (`Limits::refuse_case_variant_members`).
+    #[error(
+        "`{field}` has members `{first}` and `{second}`, whose names differ only by case: \
+         refused, as an upstream that binds members case-insensitively may read either"
+    )]
+    CaseVariantMembers {
+        /// Which part of the request.
+        field: &'static str,
+        /// One member's name, cut to 64 characters with its control characters escaped.
+        first: String,
+        /// The other's.
+        second: String,
+    },
 }
 
 /// A parser's refusal as a [`RequestError::Malformed`]: its message quotes request text (an
@@ -97,7 +114,9 @@ impl RequestError {
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
-            RequestError::TooLarge { .. } | RequestError::TooDeep { .. }
+            RequestError::TooLarge { .. }
+                | RequestError::TooDeep { .. }
+                | RequestError::CaseVariantMembers { .. }
         )
     }
 }
@@ -157,6 +176,7 @@ impl Request {
         });
         let request = parsed.map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
+        request.check_member_names(limits)?;
         Ok(request)
     }
 
@@ -195,6 +215,7 @@ impl Request {
         }
         let request: Request = serde_json::from_value(value).map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
+        request.check_member_names(limits)?;
         Ok(request)
     }
 
@@ -213,6 +234,79 @@ impl Request {
         }
         Ok(())
     }
+}
+
+impl Request {
+    /// Refuses an object of the payload, agent or context with two member names equal under
+    /// simple case folding, unless `limits` allow them. Run after [`Request::check_depth`], so the
+    /// walk is over values of bounded depth.
+    fn check_member_names(&self, limits: &Limits) -> Result<(), RequestError> {
+        if !limits.refuse_case_variant_members {
+            return Ok(());
+        }
+        for (field, value) in [
+            ("payload", &self.payload),
+            ("agent", &self.agent),
+            ("context", &self.context),
+        ] {
+            if let Some((first, second)) = case_variant_members(value) {
+                return Err(RequestError::CaseVariantMembers {
+                    field,
+                    first: crate::value::truncate_str(first, 64),
+                    second: crate::value::truncate_str(second, 64),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Objects with at most this many members are searched for case variants pair by pair; larger
+/// ones by sorting their names' foldings.
+const PAIRWISE_MEMBERS: usize = 16;
+
+/// The first two member names of an object in `value` (at any depth) that are equal under
+/// simple case folding, if any. Iterative, so a deep value cannot overflow the stack here.
+pub(crate) fn case_variant_members(value: &Value) -> Option<(&str, &str)> {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if let Some(pair) = case_variant_pair(map) {
+                    return Some(pair);
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Two member names of `map` equal under simple case folding, if any (names are distinct).
+fn case_variant_pair(map: &Map<String, Value>) -> Option<(&str, &str)> {
+    if map.len() <= PAIRWISE_MEMBERS {
+        for (i, a) in map.keys().enumerate() {
+            for b in map.keys().skip(i + 1) {
+                if crate::fold::fold_eq(a, b) {
+                    return Some((a, b));
+                }
+            }
+        }
+        return None;
+    }
+    let mut folded: Vec<(String, &str)> = map
+        .keys()
+        .map(|name| (crate::fold::folded(name).collect(), name.as_str()))
+        .collect();
+    folded.sort_unstable();
+    folded
+        .windows(2)
+        .find_map(|pair| match pair {
+            [(x, a), (y, b)] if x == y => Some((*a, *b)),
+            _ => None,
+        })
 }
 
 /// True when `value` nests arrays/objects more than `limit` levels deep. Iterative, so a deep

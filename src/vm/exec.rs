@@ -45,6 +45,17 @@ pub enum VmError {
         /// The limit.
         limit: usize,
     },
+    /// A member the program reads is absent, but its object has a member whose name differs
+    /// from it only by case (reason `input`; `Limits::refuse_case_variant_reads`).
+    #[error(
+        "the request has a member whose name differs only by case from one that {} reads, \
+         which an upstream that binds members case-insensitively would read",
+        .path.as_deref().map_or_else(|| "the payload schema".to_owned(), |p| format!("`{p}`"))
+    )]
+    CaseVariant {
+        /// The path being read; `None` for a `payloadSchema`.
+        path: Option<String>,
+    },
     /// A verified-program invariant did not hold. Fuzzing asserts this is unreachable.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -548,8 +559,11 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                 return Ok(value.json_eq(other));
             }
             let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
-                // A broken `other` is broken, not absent (see `Op::Require`).
-                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous)) => Some(*stop),
+                // A broken `other` is broken, not absent (see `Op::Require`); a case variant
+                // refuses the request.
+                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous | Stop::CaseVariant)) => {
+                    Some(*stop)
+                }
                 Err(_) => Some(Stop::Missing),
                 Ok(Leaf::Json(value)) if identity && value.is_null() => Some(Stop::NullIdentity),
                 Ok(_) => None,
@@ -662,6 +676,10 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                             }
                         }
                     }
+                    // A case variant on either side refuses the request, whatever the other.
+                    (Err(Stop::CaseVariant), _) | (_, Err(Stop::CaseVariant)) => {
+                        Err(Stop::CaseVariant)
+                    }
                     // `optional` forgives absence only: when one side is absent and the other
                     // broken (wrong shape, repeated query parameter), the constraint fails —
                     // found by the differential tests (`regression_optional_difference_*`).
@@ -679,7 +697,11 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         Op::Schema { schema } => {
             let schema = table(&program.schemas, schema)?;
             steps.visits += 1;
-            let holds = crate::vm::schema::is_valid(schema, input.payload);
+            let variants = input.refuse_case_variants;
+            // A case variant of a name the schema reads refuses the request; with none, the
+            // explanation below (which reads no more than this did) meets none either.
+            let holds = crate::vm::schema::validate(schema, input.payload, variants)
+                .map_err(|_| VmError::CaseVariant { path: None })?;
             if S::EXPLAIN {
                 let (path, message) =
                     match crate::vm::schema::first_violation(schema, input.payload) {
@@ -735,12 +757,20 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         | Op::Require { .. }
         | Op::Accept => return Err(VmError::Internal("control instruction evaluated as a test")),
     };
-    if let Err(Stop::TooLong(found)) = result {
-        return Err(VmError::ArrayTooLong {
-            path: path.map_or_else(String::new, |p| p.text.clone()),
-            found,
-            limit: input.max_array_scan,
-        });
+    match result {
+        Err(Stop::TooLong(found)) => {
+            return Err(VmError::ArrayTooLong {
+                path: path.map_or_else(String::new, |p| p.text.clone()),
+                found,
+                limit: input.max_array_scan,
+            });
+        }
+        Err(Stop::CaseVariant) => {
+            return Err(VmError::CaseVariant {
+                path: path.map(|p| p.text.clone()),
+            });
+        }
+        _ => {}
     }
     // A value the test cannot decide on: it counts as whatever fails its check.
     let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))

@@ -49,6 +49,9 @@ pub(super) fn test_message<'r, J: Json<'r>>(
         }
         Err(Stop::TooLong(n)) => return format!("array of {n} elements is too long to scan"),
         Err(Stop::NullIdentity) => return "the agent identity is null".to_owned(),
+        Err(Stop::CaseVariant) => {
+            return "a member's name differs only by case from the one read".to_owned();
+        }
         Ok(()) | Err(Stop::Rejected) => {}
     }
     let holds = result.is_ok();

@@ -29,6 +29,10 @@ pub struct Input<'r, J> {
     pub now: DateTime<Utc>,
     /// The longest array a `[*]` may scan.
     pub max_array_scan: usize,
+    /// A member the program reads that is absent while the object has a case variant of its
+    /// name stops the evaluation with an error ([`crate::vm::CaseVariant`];
+    /// `Limits::refuse_case_variant_reads`).
+    pub refuse_case_variants: bool,
 }
 
 impl<'r, J: Copy> Input<'r, J> {

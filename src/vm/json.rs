@@ -66,6 +66,13 @@ fn same_members<'r, J: Json<'r>>(a: J, b: J) -> bool {
     })
 }
 
+/// A member the policy reads is absent, but the object has a member whose name differs from it
+/// only by case (equal under Unicode simple case folding): an upstream that binds members
+/// case-insensitively reads that member where capgate found none, so the request is refused
+/// (`Limits::refuse_case_variant_reads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseVariant;
+
 /// One borrowed JSON value the VM can read.
 pub trait Json<'r>: Copy + Debug + 'r {
     /// The iterator of [`Json::elements`].
@@ -197,6 +204,28 @@ pub trait Json<'r>: Copy + Debug + 'r {
     /// True when this is an object with a member named `key`.
     fn has_member(self, key: &str) -> bool {
         self.get(key).is_some()
+    }
+
+    /// An object's member `key` as [`Json::get`] finds it; when there is none and `variants`
+    /// is set, [`CaseVariant`] if a member's name is a case variant of `key`. The usual lookup,
+    /// which finds the member, costs nothing more; a miss walks the members once more.
+    #[inline(always)]
+    fn member(self, key: &str, variants: bool) -> Result<Option<Self>, CaseVariant> {
+        match self.get(key) {
+            Some(value) => Ok(Some(value)),
+            None if variants && self.has_case_variant(key) => Err(CaseVariant),
+            None => Ok(None),
+        }
+    }
+
+    /// True when this is an object with a member whose name is a case variant of `key` (equal
+    /// under simple case folding, [`crate::fold::fold_eq`]) without being `key`. For a lookup
+    /// that missed `key`: it walks every member.
+    #[cold]
+    #[inline(never)]
+    fn has_case_variant(self, key: &str) -> bool {
+        self.members()
+            .any(|(name, _)| name != key && crate::fold::fold_eq(&name, key))
     }
 
     /// The value as JSON text for messages, cut to `max` characters.

@@ -18,7 +18,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::json::{BYTES_PER_STEP, Json, JsonKind};
+use super::json::{BYTES_PER_STEP, CaseVariant, Json, JsonKind};
 
 use crate::bytecode::schema::{
     Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaProgram, SchemaType, TypeSet,
@@ -47,15 +47,30 @@ pub struct SchemaViolation {
 
 /// True when `instance` validates against `program`. Allocation-free when it does.
 pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
+    matches!(validate(program, instance, false), Ok(true))
+}
+
+/// Whether `instance` validates against `program`, as [`is_valid`]; with
+/// `refuse_case_variants`, [`CaseVariant`] when a name `properties`, `required` or
+/// `dependentRequired` reads is absent from an object that has a case variant of it, or a
+/// member matched by no property is a case variant of one (an upstream that binds members
+/// case-insensitively reads it as that property). Allocation-free when it is valid.
+pub fn validate<'r, J: Json<'r>>(
+    program: &SchemaProgram,
+    instance: J,
+    refuse_case_variants: bool,
+) -> Result<bool, CaseVariant> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         report: Quiet,
+        variants: refuse_case_variants,
     };
-    matches!(
-        eval.node(program.root(), Instance::Value(instance), 0),
-        Ok(true)
-    )
+    match eval.node(program.root(), Instance::Value(instance), 0) {
+        Ok(valid) => Ok(valid),
+        Err(Abort::CaseVariant) => Err(CaseVariant),
+        Err(Abort::Depth | Abort::Steps | Abort::BrokenProgram) => Ok(false),
+    }
 }
 
 /// The first violation found, or `None` when `instance` is valid (exactly when [`is_valid`]).
@@ -67,6 +82,7 @@ pub fn first_violation<'r, J: Json<'r>>(
         program,
         steps_left: program.step_limit(),
         report: Explain::default(),
+        variants: false,
     };
     match eval.node(program.root(), Instance::Value(instance), 0) {
         Ok(true) => None,
@@ -89,18 +105,24 @@ pub fn first_violation<'r, J: Json<'r>>(
                     program.step_limit()
                 ),
                 Abort::BrokenProgram => "schema program is malformed".to_owned(),
+                Abort::CaseVariant => {
+                    "a member's name differs only by case from one the schema reads".to_owned()
+                }
             },
         }),
     }
 }
 
-/// Validation stopped before reaching an answer; the instance counts as invalid.
+/// Validation stopped before reaching an answer; the instance counts as invalid, except for a
+/// case variant, which refuses the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Abort {
     Depth,
     Steps,
     /// A node id outside the arena: an internal invariant broke (never expected).
     BrokenProgram,
+    /// A name the schema reads has a case variant in the instance ([`validate`]).
+    CaseVariant,
 }
 
 type Outcome = Result<bool, Abort>;
@@ -113,11 +135,13 @@ type Outcome = Result<bool, Abort>;
 /// allowed while the same request pre-parsed was denied for running out of steps). So every
 /// member is checked: a failure or a depth abort is remembered, and only running out of steps
 /// stops the loop, which happens exactly when the members' steps together exceed what is left,
-/// in any order. A depth abort outranks a failure, so the outcome is the same in any order too.
+/// in any order. A case variant outranks a depth abort, and a depth abort a failure, so the
+/// outcome is the same in any order too.
 #[derive(Debug, Default)]
 struct EveryMember {
     failed: bool,
     too_deep: bool,
+    case_variant: bool,
 }
 
 impl EveryMember {
@@ -126,14 +150,17 @@ impl EveryMember {
         match outcome {
             Ok(valid) => self.failed |= !valid,
             Err(Abort::Depth) => self.too_deep = true,
-            Err(abort) => return Err(abort),
+            Err(Abort::CaseVariant) => self.case_variant = true,
+            Err(abort @ (Abort::Steps | Abort::BrokenProgram)) => return Err(abort),
         }
         Ok(())
     }
 
     /// Whether every member held.
     fn outcome(&self) -> Outcome {
-        if self.too_deep {
+        if self.case_variant {
+            Err(Abort::CaseVariant)
+        } else if self.too_deep {
             Err(Abort::Depth)
         } else {
             Ok(!self.failed)
@@ -336,6 +363,8 @@ struct Eval<'p, R> {
     program: &'p SchemaProgram,
     steps_left: u64,
     report: R,
+    /// Case variants of the names read abort validation ([`validate`]).
+    variants: bool,
 }
 
 /// Fails the current keyword: records a lazily built message and returns `Ok(false)`.
@@ -371,6 +400,15 @@ impl<R: Report> Eval<'_, R> {
         self.charge(1)
     }
 
+    /// The member `name` of object `members`; [`Abort::CaseVariant`] when it is absent and a
+    /// member's name is a case variant of it (and variants are refused).
+    #[inline]
+    fn lookup<'r, J: Json<'r>>(&self, members: J, name: &str) -> Result<Option<J>, Abort> {
+        members
+            .member(name, self.variants)
+            .map_err(|CaseVariant| Abort::CaseVariant)
+    }
+
     /// Spends `steps` steps: work that grows with the instance (text scanned, items compared)
     /// costs in proportion, so the budget bounds the time a decision takes, not only the number
     /// of schema nodes it visits.
@@ -391,6 +429,7 @@ impl<R: Report> Eval<'_, R> {
             program: self.program,
             steps_left: self.steps_left,
             report: Quiet,
+            variants: self.variants,
         };
         let outcome = quiet.node(id, instance, depth);
         self.steps_left = quiet.steps_left;
@@ -724,7 +763,7 @@ impl<R: Report> Eval<'_, R> {
             .iter()
             .zip(&schema.shape.required_properties)
         {
-            let member = members.get(name);
+            let member = self.lookup(members, name)?;
             if let Some(slot) = property.and_then(|i| cached.get_mut(i)) {
                 *slot = Some(member);
             }
@@ -756,11 +795,12 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         for (name, dependents) in &schema.dependent_required {
-            if members.has_member(name) {
+            if self.lookup(members, name)?.is_some() {
                 for dependent in dependents {
+                    let present = self.lookup(members, dependent)?.is_some();
                     ensure!(
                         self,
-                        members.has_member(dependent),
+                        present,
                         "dependentRequired",
                         "missing property `{}`, required when `{}` is present",
                         truncate_str(dependent, QUOTE_LIMIT),
@@ -804,7 +844,7 @@ impl<R: Report> Eval<'_, R> {
             for (index, (name, id)) in schema.properties.iter().enumerate() {
                 let member = match cached.get(index).copied().flatten() {
                     Some(member) => member,
-                    None => members.get(name),
+                    None => self.lookup(members, name)?,
                 };
                 if let Some(value) = member {
                     require!(self.descend("properties", *id, Step::Key(name), value, depth));
@@ -842,6 +882,9 @@ impl<R: Report> Eval<'_, R> {
         if let Some(id) = schema.property(name) {
             matched = true;
             require!(self.descend("properties", id, Step::Key(name), value, depth));
+        } else if self.variants && schema.has_case_variant_property(name) {
+            // Not a property here, but one to an upstream that reads names case-insensitively.
+            return Err(Abort::CaseVariant);
         }
         for (pattern, id) in &schema.pattern_properties {
             self.charge(1 + text_steps(name))?;
