@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
+use capgate::tape::{Repeats, Tape};
 use capgate::{
     Decision, Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader, ReasonKind,
     SimulatedClock, Verdict,
@@ -757,4 +758,523 @@ fn cli_policy_that_is_not_utf8_or_missing_exits_2() {
         "{}",
         stderr(&output)
     );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Case-variant member names: an upstream that binds JSON members case-insensitively (Go's
+// `encoding/json` compares names with simple case folding) reads `Amount` as `amount`.
+
+/// Reads names with `s` and `k` in them (which LONG S and the KELVIN SIGN fold into), at every
+/// depth up to four, in the payload, the agent and the context; schemas that read names.
+const CASE_POLICY: &str = r#"
+skill "s" {
+  version "1"
+  capability "pay" {
+    resource tool "pay"
+    operations call
+    lifetime process
+    justification "case-variant tests"
+    optional fieldRange payload.amount <= 100
+    not { fieldEquals payload.role == "admin" }
+    optional fieldEquals payload.order.lines[*].sku in ["a", "b"]
+    optional fieldEquals agent.skills.kind == "basic"
+    optional fieldEquals context.desk.stack.task == "ok"
+  }
+  capability "schema" {
+    resource tool "schema"
+    operations call
+    lifetime process
+    justification "case-variant tests"
+    payloadSchema {
+      "type": "object",
+      "required": ["amount"],
+      "properties": {
+        "amount": { "type": "number", "maximum": 100 },
+        "card": { "type": "string" }
+      },
+      "dependentRequired": { "card": ["cvv"] }
+    }
+  }
+  capability "open" {
+    resource tool "open"
+    operations call
+    lifetime process
+    justification "case-variant tests"
+    payloadSchema {
+      "type": "object",
+      "properties": { "amount": { "type": "number", "maximum": 100 } },
+      "additionalProperties": true
+    }
+  }
+}"#;
+
+fn case_engine(limits: Limits) -> Engine {
+    let mut loader = PolicyLoader::new(limits);
+    loader.add_text("case.cap", CASE_POLICY.to_owned(), PolicyFormat::Cap, None);
+    Engine::builder(loader.finish().unwrap())
+        .limits(limits)
+        .clock(Arc::new(SimulatedClock::new(
+            capgate::parse_timestamp("2026-12-01T10:00:00Z").unwrap(),
+        )))
+        .build()
+}
+
+/// A request for `tool:{tool}` whose `field` is the JSON text `value`.
+fn case_request(tool: &str, field: &str, value: &str) -> String {
+    format!(r#"{{"skill":"s","operation":"call","resource":"tool:{tool}","{field}":{value}}}"#)
+}
+
+/// What two decisions say, their messages aside (a strict parse from bytes names the column of a
+/// malformed member, one from a parsed value cannot).
+fn outcome(decision: &Decision) -> (Verdict, Option<String>, Vec<(Option<String>, ReasonKind)>) {
+    (
+        decision.decision,
+        decision.capability.as_deref().map(str::to_owned),
+        decision
+            .reasons
+            .iter()
+            .map(|r| (r.capability.as_deref().map(str::to_owned), r.constraint))
+            .collect(),
+    )
+}
+
+/// `text` decided from its bytes (the tape), from a parsed value (the strict parser) and from
+/// documents parsed both ways for `check_doc`: one decision, returned.
+#[track_caller]
+fn decide_everywhere(engine: &Engine, text: &str) -> Decision {
+    let bytes = text.as_bytes();
+    let slice = engine.check_slice(bytes);
+    let value: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        outcome(&engine.check_value(value)),
+        outcome(&slice),
+        "check_value: {text}"
+    );
+    let mut tape = Tape::new();
+    for repeats in [Repeats::Exact, Repeats::CaseFolded] {
+        if let Ok(doc) = tape.parse_with(bytes, 136, repeats) {
+            assert_eq!(engine.check_doc(&doc), slice, "check_doc ({repeats:?}): {text}");
+        }
+    }
+    slice
+}
+
+/// An input refusal of the whole request that says a name differs only by case.
+#[track_caller]
+fn assert_case_refusal(decision: &Decision) {
+    assert_input_deny(decision);
+    assert!(
+        decision.reasons[0].message.contains("only by case"),
+        "{decision:#?}"
+    );
+}
+
+#[test]
+fn case_variant_duplicate_members_are_refused() {
+    let engine = case_engine(Limits::DEFAULT);
+    let many: Vec<String> = (0..40).map(|i| format!(r#""m{i}":{i}"#)).collect();
+    let large = format!(r#"{{{},"amount":50,"AMOUNT":7}}"#, many.join(","));
+    for (field, value) in [
+        ("payload", r#"{"amount":50,"Amount":1000000}"#),
+        ("payload", r#"{"Amount":1000000,"amount":50}"#),
+        ("payload", r#"{"order":{"lines":[{"sku":"a","SKU":"z"}]}}"#),
+        ("payload", "{\"kind\":1,\"\u{212A}ind\":2}"),
+        ("payload", r#"{"kind":1,"\u212Aind":2}"#),
+        ("payload", "{\"sum\":1,\"\u{17F}um\":2}"),
+        ("payload", r#"{"extra":[[{"deep":{"x":1,"X":2}}]]}"#),
+        ("payload", &large),
+        ("agent", r#"{"id":"a","ID":"b"}"#),
+        ("context", r#"{"desk":{"Stack":1,"stack":{"task":"ok"}}}"#),
+    ] {
+        let text = case_request("pay", field, value);
+        assert_case_refusal(&decide_everywhere(&engine, &text));
+        // Refused by the tape's parse itself; the strict parser says why.
+        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), None, "{text}");
+    }
+    // The same names in different objects are no repeat.
+    let text = case_request("pay", "payload", r#"{"amount":5,"order":{"Amount":1,"lines":[]}}"#);
+    assert_eq!(decide_everywhere(&engine, &text).decision, Verdict::Allow);
+}
+
+#[test]
+fn a_lone_case_variant_of_an_optional_field_is_refused() {
+    let engine = case_engine(Limits::DEFAULT);
+    for (field, value) in [
+        ("payload", r#"{"Amount":1000000}"#),
+        ("payload", r#"{"AMOUNT":5}"#),
+        ("payload", r#"{"Order":{"lines":[{"sku":"a"}]}}"#),
+        ("payload", r#"{"order":{"lines":[{"sku":"a"},{"SKU":"z"}]}}"#),
+        ("payload", "{\"order\":{\"lines\":[{\"\u{17F}ku\":\"z\"}]}}"),
+        ("agent", "{\"skills\":{\"\u{212A}ind\":\"admin\"}}"),
+        ("agent", r#"{"skills":{"\u212aind":"admin"}}"#),
+        ("context", r#"{"desk":{"stack":{"TASK":"rm -rf"}}}"#),
+    ] {
+        let text = case_request("pay", field, value);
+        let decision = decide_everywhere(&engine, &text);
+        assert_case_refusal(&decision);
+        assert_eq!(decision.reasons[0].capability.as_deref(), Some("pay"));
+        // Refused while deciding, from the tape as from the parsed request.
+        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), Some(decision));
+    }
+    // The names themselves, or none at all, are decided as ever.
+    for (value, verdict) in [
+        (r#"{"amount":100}"#, Verdict::Allow),
+        (r#"{"amount":101}"#, Verdict::Deny),
+        (r#"{"other":1}"#, Verdict::Allow),
+        (r#"{"amounts":1000000,"mount":1}"#, Verdict::Allow),
+    ] {
+        let text = case_request("pay", "payload", value);
+        assert_eq!(decide_everywhere(&engine, &text).decision, verdict, "{text}");
+    }
+}
+
+#[test]
+fn a_case_variant_under_not_is_refused() {
+    let engine = case_engine(Limits::DEFAULT);
+    for value in [
+        r#"{"ROLE":"admin"}"#,
+        r#"{"Role":"user"}"#,
+        r#"{"r\u004fle":"admin"}"#,
+    ] {
+        let text = case_request("pay", "payload", value);
+        assert_case_refusal(&decide_everywhere(&engine, &text));
+    }
+    let admin = case_request("pay", "payload", r#"{"role":"admin"}"#);
+    assert_eq!(decide_everywhere(&engine, &admin).decision, Verdict::Deny);
+    let user = case_request("pay", "payload", r#"{"role":"user"}"#);
+    assert_eq!(decide_everywhere(&engine, &user).decision, Verdict::Allow);
+}
+
+#[test]
+fn case_variants_in_the_envelope_are_refused() {
+    let engine = case_engine(Limits::DEFAULT);
+    // A request field in another case is an unknown field; beside the field, a repeat.
+    for text in [
+        r#"{"Skill":"s","operation":"call","resource":"tool:pay"}"#,
+        r#"{"skill":"s","SKILL":"s","operation":"call","resource":"tool:pay"}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:pay","Payload":{"amount":1000000}}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:pay","payload":{},"PAYLOAD":{}}"#,
+        r#"{"skill":"s","operation":"call","resource":"tool:pay","Agent":{}}"#,
+        "{\"\u{17F}kill\":\"s\",\"operation\":\"call\",\"resource\":\"tool:pay\"}",
+    ] {
+        assert_input_deny(&decide_everywhere(&engine, text));
+        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), None, "{text}");
+    }
+    // Inside the agent and the context, as in the payload.
+    for (field, value) in [
+        ("agent", r#"{"Skills":{"kind":"basic"}}"#),
+        ("agent", r#"{"skills":{"kind":"basic","Kind":"admin"}}"#),
+        ("context", r#"{"DESK":{"stack":{"task":"ok"}}}"#),
+        ("context", r#"{"desk":{"stack":{"task":"ok"},"STACK":{}}}"#),
+    ] {
+        let text = case_request("pay", field, value);
+        assert_case_refusal(&decide_everywhere(&engine, &text));
+    }
+}
+
+#[test]
+fn schema_required_reads_see_case_variants() {
+    let engine = case_engine(Limits::DEFAULT);
+    for (tool, value) in [
+        // `required`: `amount` is missing, `AMOUNT` is there.
+        ("schema", r#"{"AMOUNT":5}"#),
+        // `dependentRequired`: the trigger and the dependent, each in another case.
+        ("schema", r#"{"amount":5,"Card":"4111"}"#),
+        ("schema", r#"{"amount":5,"card":"4111","CVV":"123"}"#),
+        // `properties` under `additionalProperties`: `Amount` is no property here, but it is
+        // `amount` to the upstream.
+        ("open", r#"{"Amount":1000000}"#),
+        ("open", "{\"nested\":1,\"\u{212A}\":2,\"AMOUNT\":3}"),
+    ] {
+        let text = case_request(tool, "payload", value);
+        let decision = decide_everywhere(&engine, &text);
+        assert_case_refusal(&decision);
+        assert_eq!(decision.reasons[0].capability.as_deref(), Some(tool));
+    }
+    for (tool, value, verdict) in [
+        ("schema", r#"{"amount":5}"#, Verdict::Allow),
+        ("schema", r#"{"amount":500}"#, Verdict::Deny),
+        ("schema", r#"{"amount":5,"card":"4111","cvv":"123"}"#, Verdict::Allow),
+        ("schema", r#"{"amount":5,"card":"4111"}"#, Verdict::Deny),
+        ("open", r#"{"amount":5,"other":1000000}"#, Verdict::Allow),
+    ] {
+        let text = case_request(tool, "payload", value);
+        assert_eq!(decide_everywhere(&engine, &text).decision, verdict, "{text}");
+    }
+}
+
+#[test]
+fn each_limits_switch_relaxes_its_rule() {
+    let pair = case_request("pay", "payload", r#"{"amount":50,"Amount":1000000}"#);
+    let lone = case_request("pay", "payload", r#"{"Amount":1000000}"#);
+    let limits = |members, reads| Limits {
+        refuse_case_variant_members: members,
+        refuse_case_variant_reads: reads,
+        ..Limits::DEFAULT
+    };
+    // Both on (the default): both refused.
+    let engine = case_engine(Limits::DEFAULT);
+    assert_case_refusal(&decide_everywhere(&engine, &pair));
+    assert_case_refusal(&decide_everywhere(&engine, &lone));
+    // Repeats allowed, reads still checked: `amount` is found (50) and `Amount` is not read.
+    let engine = case_engine(limits(false, true));
+    assert_eq!(engine.repeats(), Repeats::Exact);
+    assert_eq!(decide_everywhere(&engine, &pair).decision, Verdict::Allow);
+    assert_case_refusal(&decide_everywhere(&engine, &lone));
+    // Reads unchecked, repeats still refused: the lone variant reads as an absent `amount`.
+    let engine = case_engine(limits(true, false));
+    assert_eq!(engine.repeats(), Repeats::CaseFolded);
+    assert_case_refusal(&decide_everywhere(&engine, &pair));
+    assert_eq!(decide_everywhere(&engine, &lone).decision, Verdict::Allow);
+    // Both off: what capgate read before the rule.
+    let engine = case_engine(limits(false, false));
+    assert_eq!(decide_everywhere(&engine, &pair).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &lone).decision, Verdict::Allow);
+    let open = case_request("open", "payload", r#"{"Amount":1000000}"#);
+    assert_eq!(decide_everywhere(&engine, &open).decision, Verdict::Allow);
+}
+
+// The property: variants generated at random (case flips, the KELVIN SIGN and LONG S, raw or
+// escaped), anywhere, are refused by both paths; other names change nothing.
+
+/// A JSON document whose objects keep their members in order, written with chosen escapes.
+#[derive(Debug, Clone)]
+enum Json {
+    Text(&'static str),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn object(members: &[(&str, Json)]) -> Json {
+        Json::Object(
+            members
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), value.clone()))
+                .collect(),
+        )
+    }
+
+    /// Writes the document; names' characters outside ASCII, and when `escape` their letters
+    /// too, as `\u` escapes.
+    fn write(&self, escape: bool, out: &mut String) {
+        match self {
+            Json::Text(text) => out.push_str(text),
+            Json::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(escape, out);
+                }
+                out.push(']');
+            }
+            Json::Object(members) => {
+                out.push('{');
+                for (i, (name, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push('"');
+                    for c in name.chars() {
+                        if escape && (!c.is_ascii() || c.is_ascii_alphabetic()) {
+                            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+                        } else {
+                            out.push(c);
+                        }
+                    }
+                    out.push_str("\":");
+                    value.write(escape, out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// Every object of the document, by the path of member and element positions to it.
+    fn objects(&self, at: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        match self {
+            Json::Text(_) => {}
+            Json::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    at.push(i);
+                    item.objects(at, out);
+                    at.pop();
+                }
+            }
+            Json::Object(members) => {
+                out.push(at.clone());
+                for (i, (_, value)) in members.iter().enumerate() {
+                    at.push(i);
+                    value.objects(at, out);
+                    at.pop();
+                }
+            }
+        }
+    }
+
+    fn at_mut(&mut self, path: &[usize]) -> &mut Json {
+        match (self, path.split_first()) {
+            (json, None) => json,
+            (Json::Array(items), Some((i, rest))) => items[*i].at_mut(rest),
+            (Json::Object(members), Some((i, rest))) => members[*i].1.at_mut(rest),
+            (Json::Text(_), Some(_)) => unreachable!("paths lead to containers"),
+        }
+    }
+}
+
+/// An allowed request for `pay` with every name the policy reads present, and `filler` (a
+/// document nested `depth` deep) under a name the policy does not read, in each part.
+fn allowed_parts(depth: usize) -> [(&'static str, Json); 3] {
+    let mut filler = Json::Text("1");
+    for level in 0..depth {
+        filler = if level % 2 == 0 {
+            Json::object(&[("note", Json::Text("2")), ("stack", filler)])
+        } else {
+            Json::Array(vec![Json::Text("3"), filler])
+        };
+    }
+    let sku = |value| Json::object(&[("sku", Json::Text(value))]);
+    [
+        (
+            "payload",
+            Json::object(&[
+                ("amount", Json::Text("50")),
+                ("role", Json::Text(r#""user""#)),
+                (
+                    "order",
+                    Json::object(&[("lines", Json::Array(vec![sku(r#""a""#), sku(r#""b""#)]))]),
+                ),
+                ("misc", filler.clone()),
+            ]),
+        ),
+        (
+            "agent",
+            Json::object(&[
+                ("id", Json::Text(r#""agent-7""#)),
+                ("skills", Json::object(&[("kind", Json::Text(r#""basic""#))])),
+                ("misc", filler.clone()),
+            ]),
+        ),
+        (
+            "context",
+            Json::object(&[
+                (
+                    "desk",
+                    Json::object(&[(
+                        "stack",
+                        Json::object(&[("task", Json::Text(r#""ok""#))]),
+                    )]),
+                ),
+                ("misc", filler),
+            ]),
+        ),
+    ]
+}
+
+/// The request text of `parts`.
+fn write_request(parts: &[(&str, Json)], escape: bool) -> String {
+    let mut text = String::from(r#"{"skill":"s","operation":"call","resource":"tool:pay""#);
+    for (field, value) in parts {
+        text.push_str(&format!(r#","{field}":"#));
+        value.write(escape, &mut text);
+    }
+    text.push('}');
+    text
+}
+
+/// A spelling of `name` equal to it under simple case folding and different from it: at least
+/// one letter's case flipped, `k` and `s` sometimes as the KELVIN SIGN and LONG S. `bits`
+/// chooses.
+fn variant_of(name: &str, bits: u64) -> String {
+    let letters = name.chars().filter(char::is_ascii_alphabetic).count();
+    let must = (bits % letters as u64) as usize;
+    let mut seen = 0;
+    name.chars()
+        .map(|c| {
+            if !c.is_ascii_alphabetic() {
+                return c;
+            }
+            let bit = bits >> (8 + 2 * seen) & 3;
+            seen += 1;
+            if seen - 1 != must && bit == 0 {
+                return c;
+            }
+            match c {
+                'k' | 'K' if bit == 3 => '\u{212A}',
+                's' | 'S' if bit == 3 => '\u{17F}',
+                _ if c.is_ascii_lowercase() => c.to_ascii_uppercase(),
+                _ => c.to_ascii_lowercase(),
+            }
+        })
+        .collect()
+}
+
+fn case_cases() -> u32 {
+    std::env::var("CAPGATE_PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(case_cases()))]
+
+    /// A case variant beside a name anywhere (any object of the payload, agent or context, at
+    /// any depth) is refused by both paths, and so is one in place of a name the policy reads;
+    /// a name that differs otherwise (one more character) changes nothing.
+    #[test]
+    fn generated_case_variants_are_refused_on_both_paths(
+        depth in 0usize..8,
+        part in 0usize..3,
+        pick in proptest::prelude::any::<usize>(),
+        bits in proptest::prelude::any::<u64>(),
+        escape in proptest::prelude::any::<bool>(),
+    ) {
+        let engine = case_engine(Limits::DEFAULT);
+        let allowed = write_request(&allowed_parts(depth), escape);
+        proptest::prop_assert_eq!(decide_everywhere(&engine, &allowed).decision, Verdict::Allow);
+
+        // (a) Beside a member of some object: a repeat up to case.
+        let mut parts = allowed_parts(depth);
+        let mut objects = Vec::new();
+        parts[part].1.objects(&mut Vec::new(), &mut objects);
+        let target = &objects[pick % objects.len()];
+        let Json::Object(members) = parts[part].1.at_mut(target) else { unreachable!() };
+        let (name, _) = members[bits as usize % members.len()].clone();
+        let variant = variant_of(&name, bits);
+        members.push((variant.clone(), Json::Text("0")));
+        let text = write_request(&parts, escape);
+        assert_case_refusal(&decide_everywhere(&engine, &text));
+        proptest::prop_assert_eq!(engine.check_slice_tape_only(text.as_bytes()), None);
+
+        // The same with one more character: a name of its own, read by no one.
+        let Json::Object(members) = parts[part].1.at_mut(target) else { unreachable!() };
+        members.last_mut().unwrap().0 = format!("{variant}x");
+        let text = write_request(&parts, escape);
+        proptest::prop_assert_eq!(decide_everywhere(&engine, &text).decision, Verdict::Allow);
+
+        // (b) In place of a name the policy reads, at any step of its path.
+        let read: [(usize, &[usize]); 8] = [
+            (0, &[0]),          // payload.amount
+            (0, &[1]),          // payload.role
+            (0, &[2]),          // payload.order
+            (0, &[2, 0]),       // payload.order.lines
+            (0, &[2, 0, 1, 0]), // payload.order.lines[1].sku
+            (1, &[1, 0]),       // agent.skills.kind
+            (2, &[0, 0]),       // context.desk.stack
+            (2, &[0, 0, 0]),    // context.desk.stack.task
+        ];
+        let (part, steps) = read[pick % read.len()];
+        let mut parts = allowed_parts(depth);
+        let (owner, last) = steps.split_at(steps.len() - 1);
+        let Json::Object(members) = parts[part].1.at_mut(owner) else { unreachable!() };
+        let member = &mut members[last[0]].0;
+        *member = variant_of(member, bits);
+        let text = write_request(&parts, escape);
+        let decision = decide_everywhere(&engine, &text);
+        assert_case_refusal(&decision);
+        proptest::prop_assert_eq!(engine.check_slice_tape_only(text.as_bytes()), Some(decision));
+    }
 }

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use capgate::tape::Tape;
+use capgate::tape::{Repeats, Tape};
 use capgate::{
     AuditRecord, AuditSink, Engine, Limits, PolicyFormat, PolicyLoader, SimulatedClock, Verdict,
     parse_timestamp,
@@ -95,6 +95,11 @@ fn check_doc_decides_as_check_slice_on_every_kind_of_input() {
         ),
         // larger than max_request_bytes
         long,
+        // member names equal up to case: refused by the engine's own parse, which a document
+        // parsed without that rule (`Tape::parse`) gets
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":1,"N":20}}"#
+            .to_owned(),
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"N":20}}"#.to_owned(),
     ];
     for input in &inputs {
         let (slice_sink, doc_sink) = (Arc::new(Records::default()), Arc::new(Records::default()));
@@ -139,6 +144,28 @@ fn the_fallbacks_are_reached() {
             Some(kind) => assert_eq!(first, Some(kind), "{input}: {decision:?}"),
         }
     }
+}
+
+#[test]
+fn a_document_parsed_without_refusing_case_variants_is_parsed_again() {
+    let sink = Arc::new(Records::default());
+    let engine = engine(sink);
+    assert_eq!(engine.repeats(), Repeats::CaseFolded);
+    let input = r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":1,"N":20}}"#;
+    let mut tape = Tape::new();
+    // Parsed as the engine parses, the document is refused before any decision.
+    assert!(
+        tape.parse_with(input.as_bytes(), 1_000, Repeats::CaseFolded)
+            .is_err()
+    );
+    // Parsed with exact repeats, it is decided as `check_slice` decides it: refused (`input`),
+    // not allowed on `n`.
+    let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
+    assert_eq!(doc.repeats(), Repeats::Exact);
+    let decision = engine.check_doc(&doc);
+    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+    assert_eq!(decision, engine.check_slice(input.as_bytes()));
 }
 
 /// Regression (found in review): `check_slice` added the parse headroom to `max_payload_depth`

@@ -572,9 +572,10 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                 (None, Ok(other)) => walk!(path, optional, |leaf| leaf.equals(other)),
                 (Some(stop), _) | (None, Err(stop)) => Err(stop),
             });
-            // An unusable `other` is reported against the other path.
-            let other_failed =
-                S::EXPLAIN && with_single(input, other_path, |other| unusable(&other).is_some());
+            // An unusable `other` is reported against the other path (and so is a case
+            // variant met there, which the request's refusal names).
+            let other_failed = (S::EXPLAIN || result == Err(Stop::CaseVariant))
+                && with_single(input, other_path, |other| unusable(&other).is_some());
             if other_failed {
                 (result, Some(other_path))
             } else {
