@@ -544,6 +544,52 @@ mod tests {
     }
 
     #[test]
+    fn case_variant_members_are_refused_in_objects_of_any_size_unless_allowed() {
+        let request = |payload: &str| {
+            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{payload}}}"#)
+        };
+        let many: Vec<String> = (0..40).map(|i| format!(r#""m{i}":{i}"#)).collect();
+        let large = format!(r#"{{{},"Amount":1,"amount":2}}"#, many.join(","));
+        for payload in [
+            r#"{"amount":1,"Amount":2}"#,
+            r#"{"a":[{"b":{"kind":1,"Kind":2}}]}"#,
+            "{\"sum\":1,\"\u{17F}um\":2}",
+            large.as_str(),
+        ] {
+            let text = request(payload);
+            let error = parse(&text).unwrap_err();
+            assert!(
+                matches!(error, RequestError::CaseVariantMembers { field: "payload", .. }),
+                "{error}"
+            );
+            assert!(error.is_limit());
+            assert!(error.to_string().contains("differ only by case"), "{error}");
+            let value: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                Request::from_value(value, &Limits::DEFAULT).unwrap_err(),
+                error
+            );
+            let allowed = Limits {
+                refuse_case_variant_members: false,
+                ..Limits::DEFAULT
+            };
+            assert!(Request::from_slice(text.as_bytes(), &allowed).is_ok());
+        }
+        // Names that differ other than by simple case folding, or in different objects.
+        for payload in [
+            r#"{"ss":1,"ß":2,"i":3,"İ":4}"#,
+            r#"{"a":{"x":1},"b":[{"X":2}]}"#,
+        ] {
+            assert!(parse(&request(payload)).is_ok(), "{payload}");
+        }
+        let agent = r#"{"skill":"s","operation":"GET","resource":"tool:x","agent":{"id":1,"ID":2}}"#;
+        assert!(matches!(
+            parse(agent),
+            Err(RequestError::CaseVariantMembers { field: "agent", .. })
+        ));
+    }
+
+    #[test]
     fn absent_payload_is_null() {
         let request = parse(r#"{"skill":"s","operation":"GET","resource":"tool:x"}"#).unwrap();
         assert_eq!(request.payload, Value::Null);
