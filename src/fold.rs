@@ -94,7 +94,10 @@ mod tests {
 
     #[test]
     fn other_scripts_fold_simply_and_full_folding_does_not_apply() {
-        assert!(!fold_eq("größe", "GRÖSSE"), "ß is not ss under simple folding");
+        assert!(
+            !fold_eq("größe", "GRÖSSE"),
+            "ß is not ss under simple folding"
+        );
         assert!(fold_eq("ß", "\u{1E9E}"), "capital sharp s folds to ß");
         assert!(fold_eq("σ", "Σ"));
         assert!(fold_eq("ς", "Σ"), "final sigma folds to σ");

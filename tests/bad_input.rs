@@ -824,9 +824,12 @@ fn case_request(tool: &str, field: &str, value: &str) -> String {
     format!(r#"{{"skill":"s","operation":"call","resource":"tool:{tool}","{field}":{value}}}"#)
 }
 
+/// A decision's verdict, capability, and reasons as (capability, constraint).
+type Outcome = (Verdict, Option<String>, Vec<(Option<String>, ReasonKind)>);
+
 /// What two decisions say, their messages aside (a strict parse from bytes names the column of a
 /// malformed member, one from a parsed value cannot).
-fn outcome(decision: &Decision) -> (Verdict, Option<String>, Vec<(Option<String>, ReasonKind)>) {
+fn outcome(decision: &Decision) -> Outcome {
     (
         decision.decision,
         decision.capability.as_deref().map(str::to_owned),
@@ -853,7 +856,11 @@ fn decide_everywhere(engine: &Engine, text: &str) -> Decision {
     let mut tape = Tape::new();
     for repeats in [Repeats::Exact, Repeats::CaseFolded] {
         if let Ok(doc) = tape.parse_with(bytes, 136, repeats) {
-            assert_eq!(engine.check_doc(&doc), slice, "check_doc ({repeats:?}): {text}");
+            assert_eq!(
+                engine.check_doc(&doc),
+                slice,
+                "check_doc ({repeats:?}): {text}"
+            );
         }
     }
     slice
@@ -889,10 +896,18 @@ fn case_variant_duplicate_members_are_refused() {
         let text = case_request("pay", field, value);
         assert_case_refusal(&decide_everywhere(&engine, &text));
         // Refused by the tape's parse itself; the strict parser says why.
-        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), None, "{text}");
+        assert_eq!(
+            engine.check_slice_tape_only(text.as_bytes()),
+            None,
+            "{text}"
+        );
     }
     // The same names in different objects are no repeat.
-    let text = case_request("pay", "payload", r#"{"amount":5,"order":{"Amount":1,"lines":[]}}"#);
+    let text = case_request(
+        "pay",
+        "payload",
+        r#"{"amount":5,"order":{"Amount":1,"lines":[]}}"#,
+    );
     assert_eq!(decide_everywhere(&engine, &text).decision, Verdict::Allow);
 }
 
@@ -903,7 +918,10 @@ fn a_lone_case_variant_of_an_optional_field_is_refused() {
         ("payload", r#"{"Amount":1000000}"#),
         ("payload", r#"{"AMOUNT":5}"#),
         ("payload", r#"{"Order":{"lines":[{"sku":"a"}]}}"#),
-        ("payload", r#"{"order":{"lines":[{"sku":"a"},{"SKU":"z"}]}}"#),
+        (
+            "payload",
+            r#"{"order":{"lines":[{"sku":"a"},{"SKU":"z"}]}}"#,
+        ),
         ("payload", "{\"order\":{\"lines\":[{\"\u{17F}ku\":\"z\"}]}}"),
         ("agent", "{\"skills\":{\"\u{212A}ind\":\"admin\"}}"),
         ("agent", r#"{"skills":{"\u212aind":"admin"}}"#),
@@ -914,7 +932,10 @@ fn a_lone_case_variant_of_an_optional_field_is_refused() {
         assert_case_refusal(&decision);
         assert_eq!(decision.reasons[0].capability.as_deref(), Some("pay"));
         // Refused while deciding, from the tape as from the parsed request.
-        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), Some(decision));
+        assert_eq!(
+            engine.check_slice_tape_only(text.as_bytes()),
+            Some(decision)
+        );
     }
     // The names themselves, or none at all, are decided as ever.
     for (value, verdict) in [
@@ -924,7 +945,11 @@ fn a_lone_case_variant_of_an_optional_field_is_refused() {
         (r#"{"amounts":1000000,"mount":1}"#, Verdict::Allow),
     ] {
         let text = case_request("pay", "payload", value);
-        assert_eq!(decide_everywhere(&engine, &text).decision, verdict, "{text}");
+        assert_eq!(
+            decide_everywhere(&engine, &text).decision,
+            verdict,
+            "{text}"
+        );
     }
 }
 
@@ -958,7 +983,11 @@ fn case_variants_in_the_envelope_are_refused() {
         "{\"\u{17F}kill\":\"s\",\"operation\":\"call\",\"resource\":\"tool:pay\"}",
     ] {
         assert_input_deny(&decide_everywhere(&engine, text));
-        assert_eq!(engine.check_slice_tape_only(text.as_bytes()), None, "{text}");
+        assert_eq!(
+            engine.check_slice_tape_only(text.as_bytes()),
+            None,
+            "{text}"
+        );
     }
     // Inside the agent and the context, as in the payload.
     for (field, value) in [
@@ -994,12 +1023,20 @@ fn schema_required_reads_see_case_variants() {
     for (tool, value, verdict) in [
         ("schema", r#"{"amount":5}"#, Verdict::Allow),
         ("schema", r#"{"amount":500}"#, Verdict::Deny),
-        ("schema", r#"{"amount":5,"card":"4111","cvv":"123"}"#, Verdict::Allow),
+        (
+            "schema",
+            r#"{"amount":5,"card":"4111","cvv":"123"}"#,
+            Verdict::Allow,
+        ),
         ("schema", r#"{"amount":5,"card":"4111"}"#, Verdict::Deny),
         ("open", r#"{"amount":5,"other":1000000}"#, Verdict::Allow),
     ] {
         let text = case_request(tool, "payload", value);
-        assert_eq!(decide_everywhere(&engine, &text).decision, verdict, "{text}");
+        assert_eq!(
+            decide_everywhere(&engine, &text).decision,
+            verdict,
+            "{text}"
+        );
     }
 }
 
@@ -1153,7 +1190,10 @@ fn allowed_parts(depth: usize) -> [(&'static str, Json); 3] {
             "agent",
             Json::object(&[
                 ("id", Json::Text(r#""agent-7""#)),
-                ("skills", Json::object(&[("kind", Json::Text(r#""basic""#))])),
+                (
+                    "skills",
+                    Json::object(&[("kind", Json::Text(r#""basic""#))]),
+                ),
                 ("misc", filler.clone()),
             ]),
         ),
@@ -1162,10 +1202,7 @@ fn allowed_parts(depth: usize) -> [(&'static str, Json); 3] {
             Json::object(&[
                 (
                     "desk",
-                    Json::object(&[(
-                        "stack",
-                        Json::object(&[("task", Json::Text(r#""ok""#))]),
-                    )]),
+                    Json::object(&[("stack", Json::object(&[("task", Json::Text(r#""ok""#))]))]),
                 ),
                 ("misc", filler),
             ]),

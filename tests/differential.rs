@@ -1139,10 +1139,8 @@ fn run_case(seed: u64) {
         let escaped = escape_non_ascii(&String::from_utf8(compact.clone()).unwrap()).into_bytes();
         // Two member names of one object equal up to case: the request parsers refuse it
         // (`input`), the tape's first of all, whatever `check` makes of the request as built.
-        let strict = Request::from_value(
-            serde_json::to_value(&request).unwrap(),
-            from_cap.limits(),
-        );
+        let strict =
+            Request::from_value(serde_json::to_value(&request).unwrap(), from_cap.limits());
         if let Err(error) = strict {
             assert!(
                 matches!(error, capgate::RequestError::CaseVariantMembers { .. }),

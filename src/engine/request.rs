@@ -301,12 +301,10 @@ fn case_variant_pair(map: &Map<String, Value>) -> Option<(&str, &str)> {
         .map(|name| (crate::fold::folded(name).collect(), name.as_str()))
         .collect();
     folded.sort_unstable();
-    folded
-        .windows(2)
-        .find_map(|pair| match pair {
-            [(x, a), (y, b)] if x == y => Some((*a, *b)),
-            _ => None,
-        })
+    folded.windows(2).find_map(|pair| match pair {
+        [(x, a), (y, b)] if x == y => Some((*a, *b)),
+        _ => None,
+    })
 }
 
 /// True when `value` nests arrays/objects more than `limit` levels deep. Iterative, so a deep
@@ -559,7 +557,13 @@ mod tests {
             let text = request(payload);
             let error = parse(&text).unwrap_err();
             assert!(
-                matches!(error, RequestError::CaseVariantMembers { field: "payload", .. }),
+                matches!(
+                    error,
+                    RequestError::CaseVariantMembers {
+                        field: "payload",
+                        ..
+                    }
+                ),
                 "{error}"
             );
             assert!(error.is_limit());
@@ -582,7 +586,8 @@ mod tests {
         ] {
             assert!(parse(&request(payload)).is_ok(), "{payload}");
         }
-        let agent = r#"{"skill":"s","operation":"GET","resource":"tool:x","agent":{"id":1,"ID":2}}"#;
+        let agent =
+            r#"{"skill":"s","operation":"GET","resource":"tool:x","agent":{"id":1,"ID":2}}"#;
         assert!(matches!(
             parse(agent),
             Err(RequestError::CaseVariantMembers { field: "agent", .. })

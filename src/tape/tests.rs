@@ -373,7 +373,13 @@ fn many_case_variants_of_one_name_end_the_parse_at_the_first_pair() {
             let spelt: String = name
                 .chars()
                 .enumerate()
-                .map(|(i, c)| if bits >> i & 1 == 1 { c.to_ascii_uppercase() } else { c })
+                .map(|(i, c)| {
+                    if bits >> i & 1 == 1 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
                 .collect();
             format!(r#""{spelt}":0"#)
         })
@@ -384,7 +390,10 @@ fn many_case_variants_of_one_name_end_the_parse_at_the_first_pair() {
         .parse_with(text.as_bytes(), DEPTH, Repeats::CaseFolded)
         .unwrap_err();
     assert_eq!(error.kind, ErrorKind::CaseVariantKey("Abcdefghijkl".into()));
-    assert_eq!(tape.parse(text.as_bytes(), DEPTH).unwrap().root().len(), 4098);
+    assert_eq!(
+        tape.parse(text.as_bytes(), DEPTH).unwrap().root().len(),
+        4098
+    );
 }
 
 #[test]

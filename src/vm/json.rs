@@ -219,8 +219,8 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 
     /// True when this is an object with a member whose name is a case variant of `key` (equal
-    /// under simple case folding, [`crate::fold::fold_eq`]) without being `key`. For a lookup
-    /// that missed `key`: it walks every member.
+    /// under Unicode simple case folding, as Go's `strings.EqualFold` compares) without being
+    /// `key`. For a lookup that missed `key`: it walks every member.
     #[cold]
     #[inline(never)]
     fn has_case_variant(self, key: &str) -> bool {

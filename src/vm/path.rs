@@ -344,8 +344,7 @@ fn walk<'r, 's, J: Json<'r>, T: Trail<'s>>(
                     walk(child, rest, how, trail, predicate)?;
                 } else {
                     let mut inner = 0usize;
-                    if let Reached::Value(leaf, _) = follow(child, rest, how, trail, &mut inner)?
-                    {
+                    if let Reached::Value(leaf, _) = follow(child, rest, how, trail, &mut inner)? {
                         if !predicate(Leaf::Json(leaf)) {
                             return Err(Stop::Rejected);
                         }

@@ -926,5 +926,8 @@ fn a_case_variant_among_failing_members_is_found_in_any_member_order() {
     ] {
         assert_eq!(validate_both(&program, text), Err(CaseVariant), "{text}");
     }
-    assert_eq!(validate_both(&program, r#"{"b":{"n":0},"a":{"n":5}}"#), Ok(false));
+    assert_eq!(
+        validate_both(&program, r#"{"b":{"n":0},"a":{"n":5}}"#),
+        Ok(false)
+    );
 }
