@@ -157,6 +157,18 @@ fn keys_fold_equal_decoded(a: &[u8], b: &[u8]) -> bool {
         .eq(string::decoded_chars(b).map(fold))
 }
 
+/// Whether the string with body `body` (escapes decoded) is a case variant of `key` and not
+/// `key` itself: for names with escapes or bytes outside ASCII.
+#[cold]
+#[inline(never)]
+fn name_is_case_variant(body: &[u8], key: &str) -> bool {
+    let fold = crate::fold::fold_char;
+    !DecodedBytes::new(body).eq(key.bytes())
+        && string::decoded_chars(body)
+            .map(fold)
+            .eq(key.chars().map(fold))
+}
+
 /// Whether the body of an escaped key decodes to `key` (out of line: keys with escapes are rare,
 /// and the decoder in line would make every member lookup pay for its registers).
 #[cold]
@@ -614,6 +626,42 @@ impl<'t> NodeRef<'t> {
             cursor = usize_from(value.next);
         }
         Lookup::Absent
+    }
+
+    /// True for an object with a member whose name is a case variant of `key` (equal to it
+    /// under Unicode simple case folding) but not `key` itself: for a lookup of `key` that found
+    /// nothing, whose upstream may read that member as `key`. A walk over the members that
+    /// compares a plain ASCII name with an ASCII key by its length first, and decodes only
+    /// names with escapes or bytes outside ASCII.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn has_case_variant(self, key: &str) -> bool {
+        let object = self.node();
+        if object.kind != Kind::Object {
+            return false;
+        }
+        let bytes = self.doc.bytes;
+        let want = key.as_bytes();
+        let ascii_key = want.is_ascii();
+        // INVARIANT (next): as in `find_member`.
+        let Some(members) = self.doc.nodes.get(..usize_from(object.next)) else {
+            return false;
+        };
+        let mut cursor = usize_from(self.index).saturating_add(1);
+        while let (Some(name), Some(value)) = (members.get(cursor), members.get(cursor + 1)) {
+            let body = name.body(bytes);
+            let variant = if ascii_key && name.plain_ascii() {
+                // A plain ASCII name folds to the key's length only if it has it.
+                body.len() == want.len() && body.eq_ignore_ascii_case(want) && body != want
+            } else {
+                name_is_case_variant(body, key)
+            };
+            if variant {
+                return true;
+            }
+            cursor = usize_from(value.next);
+        }
+        false
     }
 
     /// The `i`-th element, for an array.
