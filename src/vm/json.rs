@@ -763,7 +763,7 @@ mod tests {
                 .any(|name| name != key && name.chars().map(fold).eq(key.chars().map(fold)));
             assert_eq!((&value).has_case_variant(key), expected, "{key}");
             assert_eq!(Json::has_case_variant(doc.root(), key), expected, "{key}");
-            let found = (&value).get(key).is_some();
+            let found = value.get(key).is_some();
             let member = (&value).member(key, true);
             assert_eq!(member.is_err(), !found && expected, "{key}");
             assert_eq!(
