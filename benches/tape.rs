@@ -93,8 +93,8 @@ fn shape(c: &mut Criterion) {
         group.bench_function(format!("{name}/tape"), |b| {
             b.iter(|| {
                 let doc = tape
-                .parse_with(black_box(&bytes), 136, Repeats::CaseFolded)
-                .unwrap();
+                    .parse_with(black_box(&bytes), 136, Repeats::CaseFolded)
+                    .unwrap();
                 black_box(doc.root().len())
             });
         });

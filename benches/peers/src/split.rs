@@ -230,7 +230,9 @@ fn paired(
             baseline::scan(black_box(bytes))
         }),
         loop_row("Tape::parse alone", false, move || {
-            parse_tape.parse_with(black_box(bytes), depth, REPEATS).is_ok()
+            parse_tape
+                .parse_with(black_box(bytes), depth, REPEATS)
+                .is_ok()
         }),
         loop_row(
             "check_doc on a parsed tape",
