@@ -232,7 +232,10 @@ fn check_folded(tape: &mut Tape, bytes: &[u8], max_depth: usize) {
     match (folded, reference) {
         (Ok(ours), Ok(value)) => {
             assert_eq!(ours, value, "to_value refusing case variants");
-            assert!(!has_case_variants(&value), "case variants accepted: {value:?}");
+            assert!(
+                !has_case_variants(&value),
+                "case variants accepted: {value:?}"
+            );
         }
         (Err(error), Ok(value)) => assert!(
             has_case_variants(&value),
