@@ -1071,6 +1071,51 @@ fn each_limits_switch_relaxes_its_rule() {
     assert_eq!(decide_everywhere(&engine, &open).decision, Verdict::Allow);
 }
 
+#[test]
+fn a_case_variant_of_a_rate_limit_key_is_refused() {
+    // A `by` path is read like any other: a missing key fails the limit (`rateLimit`), a
+    // missing key whose object has it in another case refuses the request.
+    let policy = r#"
+skill "s" {
+  version "1"
+  capability "c" {
+    resource tool "t"
+    operations call
+    lifetime process
+    justification "rate-limit key tests"
+    rateLimit 5 per minute by payload.user
+  }
+}"#;
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("rate.cap", policy.to_owned(), PolicyFormat::Cap, None);
+    let engine = Engine::builder(loader.finish().unwrap())
+        .clock(Arc::new(SimulatedClock::new(
+            capgate::parse_timestamp("2026-12-01T10:00:00Z").unwrap(),
+        )))
+        .state(Arc::new(InMemoryStore::new()))
+        .build();
+    let call = |payload: &str| engine.check_slice(case_request("t", "payload", payload).as_bytes());
+    assert_eq!(call(r#"{"user":"ann"}"#).decision, Verdict::Allow);
+    let absent = call(r#"{"other":"ann"}"#);
+    assert_eq!(
+        absent.reasons[0].constraint,
+        ReasonKind::RateLimit,
+        "{absent:#?}"
+    );
+    for payload in [
+        r#"{"USER":"ann"}"#,
+        r#"{"U\u0073er":"ann"}"#,
+        "{\"u\u{17F}er\":\"ann\"}",
+    ] {
+        let decision = call(payload);
+        assert_case_refusal(&decision);
+        assert_eq!(decision.reasons[0].path.as_deref(), Some("payload.user"));
+        let value: serde_json::Value =
+            serde_json::from_str(&case_request("t", "payload", payload)).unwrap();
+        assert_eq!(outcome(&engine.check_value(value)), outcome(&decision));
+    }
+}
+
 // The property: variants generated at random (case flips, the KELVIN SIGN and LONG S, raw or
 // escaped), anywhere, are refused by both paths; other names change nothing.
 
