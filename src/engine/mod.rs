@@ -515,6 +515,12 @@ impl Engine {
     }
 
     /// Decides one request. Never panics and never allows on error.
+    ///
+    /// The request is taken as built: what its parsers refuse ([`Request::from_slice`],
+    /// [`Request::from_value`] — duplicate keys, nesting past the limit, two member names equal
+    /// up to case) is not checked again here, so build it with them from untrusted input (or
+    /// call [`Engine::check_slice`] or [`Engine::check_value`]). A case variant of a name the
+    /// policy reads is refused here too (`Limits::refuse_case_variant_reads`).
     pub fn check(&self, request: &Request) -> Decision {
         self.decide_audited(&request.view())
     }
