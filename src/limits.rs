@@ -36,6 +36,15 @@ impl Limits {
         self.max_payload_depth.saturating_add(PARSE_HEADROOM)
     }
 
+    /// The longest session line (`capgate replay`, session tests) or line of REPL input, in
+    /// bytes: twice [`Limits::max_request_bytes`], room for a `call` over the request limit
+    /// (denied with reason `input`, as a gateway would deny it) and the line's own members. A
+    /// longer line is an error for that line, and no more than one byte past this limit of it is
+    /// ever held.
+    pub const fn max_session_line_bytes(&self) -> usize {
+        self.max_request_bytes.saturating_mul(2)
+    }
+
     /// The defaults of SPEC §7.
     pub const DEFAULT: Limits = Limits {
         max_payload_depth: 128,

@@ -56,14 +56,28 @@ impl Session {
         &self.engine
     }
 
-    /// Runs one line (1-based `number`, used in the output).
+    /// Runs one line (1-based `number`, used in the output). A line longer than
+    /// [`Limits::max_session_line_bytes`] is an error line, and is not read as JSON.
     pub fn run_line(&self, line: &str, number: usize) -> LineResult {
+        if line.len() > self.limits.max_session_line_bytes() {
+            return self.oversized_line(number);
+        }
         run_line(&self.engine, &self.clock, line, number, &self.limits)
     }
 
     /// The result of a line that could not be run.
     pub fn error_line(&self, number: usize, message: String) -> LineResult {
         error_line(number, message)
+    }
+
+    /// The error line for a line longer than [`Limits::max_session_line_bytes`], which a
+    /// reader ([`crate::bounded::LineReader`]) dropped without holding it.
+    pub fn oversized_line(&self, number: usize) -> LineResult {
+        let error = crate::bounded::ReadError::TooLarge {
+            what: "the line".to_owned(),
+            limit: crate::bounded::ByteLimit::session_line(&self.limits),
+        };
+        error_line(number, error.to_string())
     }
 
     /// Runs every non-blank line of a session text.

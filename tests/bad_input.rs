@@ -758,3 +758,354 @@ fn cli_policy_that_is_not_utf8_or_missing_exits_2() {
         stderr(&output)
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// Every input read within its limit (issue 40, items 5 and 6)
+
+/// The address space a capped run of the binary gets (`ulimit -v`, in KiB): room for the
+/// program and its limits, far less than the inputs below, which read whole would abort it.
+#[cfg(unix)]
+const CAPPED_KIB: u32 = 128 * 1024;
+
+/// `capgate ARGS` under `ulimit -v CAPPED_KIB`, standard input from `stdin`; killed (and the test
+/// failed) if it has not finished within a minute, so a reader that blocks or never stops
+/// cannot hang the suite.
+#[cfg(unix)]
+fn capgate_capped(args: &[&str], stdin: Stdio) -> Output {
+    let script = format!("ulimit -v {CAPPED_KIB} && exec \"$0\" \"$@\"");
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_capgate"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish_within_a_minute(child)
+}
+
+#[cfg(unix)]
+fn finish_within_a_minute(mut child: std::process::Child) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("capgate did not finish within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Makes a FIFO at `dir/name`.
+#[cfg(unix)]
+fn fifo(dir: &std::path::Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let made = Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+    path
+}
+
+/// Writes zeros into the FIFO at `path` until its reader goes away.
+#[cfg(unix)]
+fn endless_writer(path: PathBuf) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(&path) else {
+            return;
+        };
+        let zeros = vec![0u8; 1 << 16];
+        while fifo.write_all(&zeros).is_ok() {}
+    })
+}
+
+/// A file of `bytes` bytes that takes no disk space: reading it whole would take minutes and
+/// more memory than a capped run has.
+fn sparse(dir: &std::path::Path, name: &str, bytes: u64) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(bytes)
+        .unwrap();
+    path
+}
+
+/// Standard error with the diagnostic renderer's line wrapping undone: lines joined by one
+/// space, each without its indentation and `│` gutter.
+fn unwrapped_stderr(output: &Output) -> String {
+    let text = stderr(output);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| line.trim_start().trim_start_matches('│').trim())
+        .collect();
+    lines.join(" ")
+}
+
+#[track_caller]
+fn assert_refused_over(output: &Output, limit: &str) {
+    assert_no_panic(output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(
+        unwrapped_stderr(output).contains(limit),
+        "{}",
+        stderr(output)
+    );
+}
+
+/// Found by a hostile tester: `check -r FILE`, `-r -` and standard input read everything before
+/// the size limit, so `/dev/zero` exhausted memory. They now read one byte past the limit at most.
+#[cfg(unix)]
+#[test]
+fn check_stops_reading_a_request_at_the_limit() {
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let policy = policy.to_str().unwrap();
+    let over = "is larger than the 1048576-byte limit (`Limits::max_request_bytes`)";
+    let zero = || Stdio::from(std::fs::File::open("/dev/zero").unwrap());
+    let output = capgate_capped(&["check", "-p", policy, "-r", "/dev/zero"], Stdio::null());
+    assert_refused_over(&output, over);
+    let output = capgate_capped(&["check", "-p", policy, "-r", "-"], zero());
+    assert_refused_over(&output, over);
+    let output = capgate_capped(&["check", "-p", policy], zero());
+    assert_refused_over(&output, over);
+    let pipe = fifo(&dir, "request.json");
+    let writer = endless_writer(pipe.clone());
+    let output = capgate_capped(
+        &["check", "-p", policy, "-r", pipe.to_str().unwrap()],
+        Stdio::null(),
+    );
+    assert_refused_over(&output, over);
+    writer.join().unwrap();
+    // The refusal is audited like any other input refusal.
+    let audit = dir.join("audit.jsonl");
+    let output = capgate_capped(
+        &["check", "-p", policy, "--audit", audit.to_str().unwrap()],
+        zero(),
+    );
+    assert_refused_over(&output, over);
+    let record = std::fs::read_to_string(&audit).unwrap();
+    assert!(record.contains(r#""constraint":"input""#), "{record}");
+    assert!(record.contains(over), "{record}");
+}
+
+/// A policy, a schema file, a `.capc` and a `.json` found in a directory over
+/// `max_policy_file_bytes` are refused from their size, before they are read (each file here is
+/// a terabyte, sparse); a policy on a FIFO is read one byte past the limit and no further.
+#[cfg(unix)]
+#[test]
+fn a_policy_file_over_the_limit_is_refused_without_reading_it_all() {
+    let dir = temp_dir();
+    let over = "is larger than the 4194304-byte limit (`Limits::max_policy_file_bytes`)";
+    let request = with_payload(r#"{"n":1}"#);
+    for name in ["big.cap", "big.json", "big.capc"] {
+        let path = sparse(&dir, name, 1 << 40);
+        let output = capgate_capped(&["check", "-p", path.to_str().unwrap()], Stdio::null());
+        assert_refused_over(&output, over);
+        assert!(stderr(&output).contains(name), "{}", stderr(&output));
+    }
+    // A `.json` file in a directory is looked into to see whether it is a manifest: an
+    // oversized one is loaded, so the limit is what is reported.
+    let walked = dir.join("walked");
+    std::fs::create_dir_all(&walked).unwrap();
+    write(&walked, "p.cap", POLICY);
+    sparse(&walked, "data.json", 1 << 40);
+    let output = capgate_capped(&["check", "-p", walked.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    // A schema file.
+    let schema_dir = dir.join("schema");
+    std::fs::create_dir_all(&schema_dir).unwrap();
+    sparse(&schema_dir, "payload.json", 1 << 40);
+    let with_schema = POLICY.replace(
+        "justification \"bad input tests\"",
+        "justification \"bad input tests\"\n    payloadSchema file \"payload.json\"",
+    );
+    let policy = write(&schema_dir, "p.cap", with_schema);
+    let output = capgate_capped(&["check", "-p", policy.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    assert!(
+        unwrapped_stderr(&output).contains("schema file `"),
+        "{}",
+        stderr(&output)
+    );
+    // A policy named explicitly on a FIFO that never ends.
+    let pipe = fifo(&dir, "endless.cap");
+    let writer = endless_writer(pipe.clone());
+    let output = capgate_capped(&["check", "-p", pipe.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    writer.join().unwrap();
+    // Within the limit, the same policy loads.
+    let policy = write(&dir, "p.cap", POLICY);
+    let output = capgate(
+        &["check", "-p", policy.to_str().unwrap()],
+        request.as_bytes(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-p DIR` (and `capgate test DIR`, `capgate fmt DIR`) opens only regular files: a FIFO, or a
+/// symlink to one, among the policies is an error that names it, and is never opened (opening
+/// it would block the run). A symlink to a regular file is followed.
+#[cfg(unix)]
+#[test]
+fn policy_dir_refuses_what_is_not_a_regular_file_without_opening_it() {
+    let dir = temp_dir();
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    write(&policies, "p.cap", POLICY);
+    let elsewhere = write(
+        &dir,
+        "other.cap",
+        POLICY.replace("skill \"s\"", "skill \"other\""),
+    );
+    std::os::unix::fs::symlink(&elsewhere, policies.join("linked.cap")).unwrap();
+    let pipe = fifo(&policies, "pipe.cap");
+    let _json = fifo(&policies, "pipe.json");
+    std::os::unix::fs::symlink(&pipe, policies.join("to-pipe.cap")).unwrap();
+    let request = br#"{"skill":"other","operation":"call","resource":"tool:t"}"#;
+    let run = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capgate"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let _ = child.stdin.take().unwrap().write_all(request);
+        }
+        finish_within_a_minute(child)
+    };
+    let output = run(&["check", "-p", policies.to_str().unwrap()]);
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    for name in ["pipe.cap", "pipe.json", "to-pipe.cap"] {
+        let message = format!("{name}` is a FIFO, not a regular file");
+        assert!(
+            unwrapped_stderr(&output).contains(&message),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = run(&["fmt", "--check", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("pipe.cap` is a FIFO, not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+    // Without them the directory loads, the linked policy with it.
+    for name in ["pipe.cap", "pipe.json", "to-pipe.cap"] {
+        std::fs::remove_file(policies.join(name)).unwrap();
+    }
+    let output = run(&["check", "-p", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A test file that is a FIFO is an error of `capgate test`, not a hang.
+    write(
+        &policies,
+        "p.captest",
+        "[case one]\nskill = \"s\"\noperation = \"call\"\nresource = \"tool:t\"\nexpect allow\n",
+    );
+    fifo(&policies, "pipe.captest");
+    let output = run(&["test", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("pipe.captest` is a FIFO, not a regular file"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+/// Found by a hostile tester: `replay` read a 56 MB session line whole into a `Value` before the
+/// size check, and the allocation failure aborted the process. A line over
+/// `Limits::max_session_line_bytes` is now an error for that line, dropped as it is read (here
+/// 200 MB on a pipe, under a 128 MiB address-space cap), and the next line still runs.
+#[cfg(unix)]
+#[test]
+fn an_oversized_session_line_is_an_error_for_that_line() {
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let script = format!("ulimit -v {CAPPED_KIB} && exec \"$0\" \"$@\"");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_capgate"))
+        .args(["replay", "-p", policy.to_str().unwrap(), "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        // Errors are ignored: a reader that died is what the assertions below report.
+        let head = br#"{"call":{"skill":"s","operation":"call","resource":"tool:t","payload":""#;
+        let _ = input.write_all(head);
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..200 {
+            let _ = input.write_all(&chunk);
+        }
+        let _ = input.write_all(b"\"}}\n");
+        let next =
+            br#"{"call":{"skill":"s","operation":"call","resource":"tool:t"},"expect":"allow"}"#;
+        let _ = input.write_all(next);
+        let _ = input.write_all(b"\n");
+    });
+    let output = finish_within_a_minute(child);
+    writer.join().unwrap();
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let lines: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&output));
+    assert_eq!(lines[0]["line"], 1);
+    assert_eq!(
+        lines[0]["error"],
+        "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
+    );
+    assert_eq!(lines[1]["line"], 2);
+    assert_eq!(lines[1]["decision"], "allow");
+    assert!(
+        stderr(&output).contains("1 session line(s) could not be run"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// The same limit holds for a line given to `Session::run_line` as text; a call over the request
+/// limit on a line within the line limit is still decided (a deny with reason `input`).
+#[test]
+fn a_session_line_over_the_line_limit_is_an_error_line_from_text_too() {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("bad.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
+    let session = capgate::Session::new(loader.finish().unwrap(), Default::default());
+    let line = |note: usize| {
+        format!(
+            r#"{{"call":{{"skill":"s","operation":"call","resource":"tool:t","payload":"{}"}},"expect":"deny","expect_constraint":"input"}}"#,
+            "a".repeat(note)
+        )
+    };
+    let limit = Limits::DEFAULT.max_session_line_bytes();
+    let within = line(limit - 200);
+    assert!(within.len() <= limit);
+    let result = session.run_line(&within, 1);
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.text
+    );
+    let over = line(limit);
+    let result = session.run_line(&over, 2);
+    assert!(result.error, "{}", result.text);
+    assert_eq!(
+        result.output["error"],
+        "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
+    );
+}

@@ -985,3 +985,30 @@ fn regression_a_long_multi_line_request_is_read_in_linear_time() {
     assert_contains(&run.stdout, "deny — skill `mail`");
     assert_contains(&run.stdout, "fieldMatches payload.to: the value is absent");
 }
+
+/// A piped line over `Limits::max_session_line_bytes` is an error, held no further than the
+/// limit, and the next line runs; so is a block of lines that grows over it.
+#[test]
+fn an_oversized_line_is_an_error_and_the_next_line_runs() {
+    let mut input = format!(":payload \"{}\"\n", "a".repeat(3 << 20));
+    input.push_str(":payload [1]\n:payload\n");
+    input.push_str(":payload [\n");
+    for _ in 0..3 {
+        input.push_str(&"1,".repeat(400_000));
+        input.push('\n');
+    }
+    input.push_str("1]\n:payload [2]\n:payload\n");
+    let run = repl(&input);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        "error: the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)",
+    );
+    assert_contains(
+        &run.stderr,
+        "error: the input is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)",
+    );
+    assert_contains(&run.stdout, "payload [1]");
+    assert_contains(&run.stdout, "payload [2]");
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+}

@@ -1,11 +1,11 @@
 //! `capgate check`: decide one request, statelessly.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
 
+use capgate::bounded::read_at_most;
 use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
 
 use super::audit::AuditFile;
@@ -39,16 +39,19 @@ pub fn run(args: CheckArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
+    // Read no more than one byte past the request limit, from a file, a FIFO or standard input
+    // alike (`/dev/zero` included): a request over the limit is refused below as the library
+    // refuses it, audit record included.
+    let most = limits.max_request_bytes;
     let bytes = match args.request.as_deref() {
-        None | Some("-") => {
-            let mut bytes = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
+        None | Some("-") => match read_at_most(std::io::stdin().lock(), most) {
+            Ok(bytes) => bytes,
+            Err(e) => {
                 eprintln!("error: cannot read the request from standard input: {e}");
                 return EXIT_INPUT;
             }
-            bytes
-        }
-        Some(path) => match std::fs::read(path) {
+        },
+        Some(path) => match std::fs::File::open(path).and_then(|file| read_at_most(file, most)) {
             Ok(bytes) => bytes,
             Err(e) => {
                 eprintln!("error: cannot read request `{path}`: {e}");

@@ -56,10 +56,11 @@ pub struct Request {
 /// Why bytes are not a valid request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum RequestError {
-    /// The input is larger than the limit.
-    #[error("request is {size} bytes, more than the limit of {limit}")]
+    /// The input is larger than the limit. The message names the limit, not the size: a
+    /// reader that stops one byte past the limit (`capgate check`) knows no more than that.
+    #[error("request is larger than the {limit}-byte limit (`Limits::max_request_bytes`)")]
     TooLarge {
-        /// Its size.
+        /// Its size, or as much of it as was read (at least `limit + 1`).
         size: usize,
         /// The limit.
         limit: usize,
