@@ -2,8 +2,9 @@
 //!
 //! - [`RequestResource`] is a request's resource string, parsed and validated once, borrowing
 //!   from the request. Anything ambiguous — dot segments, encoded separators, NUL, bad
-//!   percent-encoding, userinfo, fragments, empty segments — is a [`ResourceRejection`], which the
-//!   engine turns into a deny with reason `resource`. Nothing is ever normalised into a match.
+//!   percent-encoding, double encoding, text NFKC changes, trimmable dots and spaces, userinfo,
+//!   fragments, empty segments — is a [`ResourceRejection`], which the engine turns into a deny
+//!   with reason `resource`. Nothing is ever normalised into a match.
 //! - [`ResourcePattern::matches`] matches a parsed request against a compiled template, writing
 //!   `{name}` bindings into a reusable [`Bindings`] buffer. A request without percent-escapes
 //!   matches without allocating.
@@ -18,7 +19,8 @@ use std::fmt;
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
     HostPattern, HostProblem, PLAIN, ResourceKind, ResourcePattern, Scheme, SegmentPattern,
-    check_host, find_byte, is_dot_segment, parse_port, quote, split_byte, split_port,
+    SegmentProblem, check_host, check_segment, find_byte, parse_port, quote, split_byte,
+    split_port,
 };
 use crate::bytes::bytes_eq;
 
@@ -133,6 +135,42 @@ pub enum ResourceRejection {
         /// The segment or query component as written.
         text: String,
     },
+    /// A path segment whose decoded text is not in Unicode normalization form NFKC: a fullwidth
+    /// `．` (`%EF%BC%8E`), `／` or `＼`, a ligature, a superscript. A server that applies NFKC
+    /// reads other characters, possibly a dot segment or a separator.
+    NotNormalized {
+        /// The segment as written.
+        segment: String,
+        /// The first character that NFKC changes on its own, if one does.
+        code: Option<u32>,
+    },
+    /// A path segment made only of dots and spaces (`...`, `..%20`, `%20.`), itself or before
+    /// its `;parameters`: a server that trims them reads a dot segment.
+    DotsAndSpaces {
+        /// The segment as written.
+        segment: String,
+    },
+    /// A path segment (or the part before its `;parameters`) that ends with a dot or a space
+    /// (`file.`, `a%20`): Windows file systems and servers that trim strip them.
+    TrailingDotOrSpace {
+        /// The segment as written.
+        segment: String,
+    },
+    /// A path segment that starts with a space (`%20a`): servers that trim strip it.
+    LeadingSpace {
+        /// The segment as written.
+        segment: String,
+    },
+    /// Decoded text that holds another escape (`%252e` decodes to `%2e`) in a path segment: a
+    /// server that decodes twice reads another character.
+    DoubleEncoding {
+        /// Path or query.
+        part: ResourcePart,
+        /// The segment as written.
+        text: String,
+        /// The escape the decoding holds.
+        escape: String,
+    },
 }
 
 impl fmt::Display for ResourceRejection {
@@ -206,6 +244,30 @@ impl fmt::Display for ResourceRejection {
                 "{} component `{text}` does not percent-decode to utf-8",
                 part.name()
             ),
+            ResourceRejection::NotNormalized { segment, code } => {
+                let problem = SegmentProblem::NotNfkc(code.and_then(char::from_u32));
+                write!(f, "path segment `{segment}` {}", problem.describe())
+            }
+            ResourceRejection::DotsAndSpaces { segment } => write!(
+                f,
+                "path segment `{segment}` {}",
+                SegmentProblem::DotsAndSpaces.describe()
+            ),
+            ResourceRejection::TrailingDotOrSpace { segment } => write!(
+                f,
+                "path segment `{segment}` {}",
+                SegmentProblem::TrailingDotOrSpace.describe()
+            ),
+            ResourceRejection::LeadingSpace { segment } => write!(
+                f,
+                "path segment `{segment}` {}",
+                SegmentProblem::LeadingSpace.describe()
+            ),
+            ResourceRejection::DoubleEncoding { part, text, escape } => write!(
+                f,
+                "{} component `{text}` percent-decodes to another escape `{escape}` (double encoding)",
+                part.name()
+            ),
         }
     }
 }
@@ -233,6 +295,25 @@ impl ResourceRejection {
             },
         }
     }
+
+    /// The rejection for a path segment (`written`, decoded `escaped`) that breaks a rule of
+    /// [`check_segment`].
+    fn from_segment(problem: SegmentProblem, written: &str, escaped: bool) -> Self {
+        let segment = quote(written);
+        match problem {
+            SegmentProblem::NotNfkc(c) => ResourceRejection::NotNormalized {
+                segment,
+                code: c.map(u32::from),
+            },
+            SegmentProblem::Dot => ResourceRejection::DotSegment {
+                segment,
+                encoded: escaped,
+            },
+            SegmentProblem::DotsAndSpaces => ResourceRejection::DotsAndSpaces { segment },
+            SegmentProblem::TrailingDotOrSpace => ResourceRejection::TrailingDotOrSpace { segment },
+            SegmentProblem::LeadingSpace => ResourceRejection::LeadingSpace { segment },
+        }
+    }
 }
 
 /// The origin of an http request resource.
@@ -249,9 +330,11 @@ struct RequestOrigin<'a> {
 ///
 /// INVARIANT (validated-request): every segment of `path` is non-empty except possibly the last,
 /// contains no raw `\`, percent-decodes (per segment) to UTF-8 with no `/`, `\`, NUL or control
-/// character, and is not a dot segment; every `&`-separated component of `query` percent-decodes
-/// the same way (without the separator rule). Upheld by [`RequestResource::parse`], the only
-/// constructor; matching relies on it and still fails closed if it were broken.
+/// character and no second escape, and passes `check_segment` (NFKC, not a dot segment, no
+/// trimmable dots or spaces); every `&`-separated component of `query` percent-decodes the same
+/// way (without the separator rule and the second-escape rule). Upheld by
+/// [`RequestResource::parse`], the only constructor; matching relies on it and still fails
+/// closed if it were broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestResource<'a> {
     text: &'a str,
@@ -329,9 +412,10 @@ impl<'a> RequestResource<'a> {
     }
 
     /// The path and query of a plain http resource from `rest`, the text after the `/` that ends
-    /// its origin: segments of plain bytes, none empty but the last, none a dot segment, then the
-    /// end or a plain query. The first `checked` bytes are already known to be such segments,
-    /// each followed by its `/` (a template's plain prefix), so the scan starts after them.
+    /// its origin: segments of plain bytes, none empty but the last, none ending with a dot
+    /// (neither before its `;parameters`), then the end or a plain query. The first `checked`
+    /// bytes are already known to be such segments, each followed by its `/` (a template's plain
+    /// prefix), so the scan starts after them.
     #[inline(always)]
     fn plain_path_and_query(rest: &'a str, checked: usize) -> Option<(&'a str, Option<&'a str>)> {
         Self::scan_plain_path(rest, checked, |_| {})
@@ -349,16 +433,25 @@ impl<'a> RequestResource<'a> {
         let mut at = checked;
         loop {
             let start = at;
-            at = run_end(bytes, at, SEGMENT);
+            at = run_end(bytes, at, STEM);
+            if bytes.get(at) == Some(&b';') {
+                // `;parameters`: the stem before them must not end with a dot either.
+                if at > start && bytes.get(at - 1) == Some(&b'.') {
+                    return None;
+                }
+                at = run_end(bytes, at, SEGMENT);
+            }
             let last = bytes.get(at) != Some(&b'/');
             if at == start && !last {
                 return None;
             }
-            let text = rest.get(start..at)?;
-            // Only a segment that starts with `.` can be a dot segment (`.`, `..`, `.;x`).
-            if at > start && bytes.get(start) == Some(&b'.') && is_dot_segment(text) {
+            // A plain segment has no escapes, spaces or non-ASCII, so of the segment rules only
+            // the trailing dot can apply, and every dot segment (`.`, `..`, `..;x`) and every
+            // segment of dots ends with one: those are for the general parser, which refuses them.
+            if at > start && bytes.get(at - 1) == Some(&b'.') {
                 return None;
             }
+            let text = rest.get(start..at)?;
             segment(text);
             if last {
                 break;
@@ -427,8 +520,9 @@ impl<'a> RequestResource<'a> {
             _ => (None, before_query),
         };
         if plain {
-            // No escapes: only the structural rules (empty and dot segments) can apply, and a
-            // query without `%` always decodes.
+            // No escapes and nothing outside ASCII: only the structural rules (empty, dot and
+            // trailing-dot segments) can apply, and a query without `%` always decodes to
+            // itself.
             validate_plain_path(path)?;
         } else {
             validate_path(path)?;
@@ -596,6 +690,9 @@ const SEGMENT: u8 = 2;
 const QUERY: u8 = 4;
 /// [`URL_CLASSES`] bit: an ASCII digit.
 const DIGIT: u8 = 8;
+/// [`URL_CLASSES`] bit: a [`SEGMENT`] byte other than `;`, i.e. inside the stem of a plain
+/// segment, before its `;parameters`.
+const STEM: u8 = 16;
 
 /// The classes of every byte for the plain-http fast path, one table load per byte.
 #[expect(
@@ -618,6 +715,9 @@ const URL_CLASSES: [u8; 256] = {
             table[b] |= QUERY;
             if c != b'/' && c != b'?' {
                 table[b] |= SEGMENT;
+                if c != b';' {
+                    table[b] |= STEM;
+                }
             }
         }
         b += 1;
@@ -640,23 +740,21 @@ fn run_end(bytes: &[u8], at: usize, mask: u8) -> usize {
     })
 }
 
-/// [`validate_path`] for a path of plain bytes: no escapes to decode.
+/// [`validate_path`] for a path of plain bytes: no escapes to decode, nothing outside ASCII.
 fn validate_plain_path(path: &str) -> Result<(), ResourceRejection> {
     let mut segments = split_byte(path, b'/').peekable();
     while let Some(segment) = segments.next() {
         if segment.is_empty() && segments.peek().is_some() {
             return Err(ResourceRejection::EmptySegment { path: quote(path) });
         }
-        if is_dot_segment(segment) {
-            return Err(ResourceRejection::DotSegment {
-                segment: quote(segment),
-                encoded: false,
-            });
-        }
+        check_segment(segment)
+            .map_err(|problem| ResourceRejection::from_segment(problem, segment, false))?;
     }
     Ok(())
 }
 
+/// Every path rule, segment by segment: the escapes ([`percent::validate`]), then on the decoded
+/// text double encoding and [`check_segment`] (NFKC, dot segments, trimmable dots and spaces).
 fn validate_path(path: &str) -> Result<(), ResourceRejection> {
     let mut segments = path.split('/').peekable();
     while let Some(segment) = segments.next() {
@@ -664,19 +762,21 @@ fn validate_path(path: &str) -> Result<(), ResourceRejection> {
         if segment.is_empty() && !last {
             return Err(ResourceRejection::EmptySegment { path: quote(path) });
         }
-        let escaped = percent::validate(segment, true, false)
+        let decoded = percent::validate(segment, true, false)
             .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Path, segment))?;
-        let dot = if escaped {
-            percent::decode(segment, false).is_some_and(|d| is_dot_segment(&d))
-        } else {
-            is_dot_segment(segment)
-        };
-        if dot {
-            return Err(ResourceRejection::DotSegment {
-                segment: quote(segment),
-                encoded: escaped,
-            });
+        let escaped = matches!(decoded, Cow::Owned(_));
+        if escaped {
+            // Only an escape decodes to `%`: text without one holds no second escape.
+            if let Some(escape) = percent::inner_escape(&decoded) {
+                return Err(ResourceRejection::DoubleEncoding {
+                    part: ResourcePart::Path,
+                    text: quote(segment),
+                    escape: quote(escape),
+                });
+            }
         }
+        check_segment(&decoded)
+            .map_err(|problem| ResourceRejection::from_segment(problem, segment, escaped))?;
     }
     Ok(())
 }
@@ -1002,6 +1102,8 @@ mod tests {
             "https://h/",
             "https://h?x",
             "https://a_b-c.d/;x/..a/.b",
+            "https://h/a.b/.c/a;b.c/;/a;.x",
+            "https://h/v1.0/x?a.=.&b=",
         ] {
             let fast = RequestResource::parse_plain_http(text);
             assert!(fast.is_some(), "{text}");
@@ -1025,6 +1127,12 @@ mod tests {
             "https:///a",
             "HTTPS://h/",
             "db:crm/x",
+            // Trailing dots, also before `;parameters`, and segments of dots.
+            "https://h/a.",
+            "https://h/a./b",
+            "https://h/...",
+            "https://h/a.;x",
+            "https://h/...;x/b",
         ] {
             assert!(RequestResource::parse_plain_http(text).is_none(), "{text}");
         }
@@ -1165,7 +1273,7 @@ mod tests {
         #[test]
         fn the_fast_path_agrees_with_the_general_parser(
             scheme in prop::sample::select(vec!["http://", "https://"]),
-            rest in r"[a-zA-Z0-9._~:/?&=;%@#\\\[\]-]{0,24}",
+            rest in r"[a-zA-Z0-9._~:/?&=;%@# \\\[\]-]{0,24}",
         ) {
             let text = format!("{scheme}{rest}");
             if let Some(fast) = RequestResource::parse_plain_http(&text) {
@@ -1240,11 +1348,15 @@ mod tests {
                 prop::sample::select(vec![
                     "", ".", "..", ".;x", "..;", "a", "v3", "a.b", ".a", "x;y", "%2e", "%41",
                     "a b", "a?b", "a#b", "é", "~!$&'()*+,;=:", "\\",
+                    // Trailing dots and spaces, segments of dots, what NFKC changes, double
+                    // encoding: all for the general parser, which refuses them.
+                    "...", "a.", "a.;x", "a;x.", ";.", ".. ", "..%20", "%20.", "a%20", "%20a",
+                    "%EF%BC%8E", "%ef%bc%8f%ef%bc%8e", "%EF%BC%BC", "\u{FF0E}", "%252e", "%25",
                 ]),
                 0..5,
             ),
             slash in any::<bool>(),
-            query in prop::option::of(r"[a-z0-9=&;%/?#]{0,8}"),
+            query in prop::option::of(r"[a-z0-9=&;%/?#.\[\]]{0,8}"),
         ) {
             let mut text = format!("{scheme}{}", labels.join("."));
             if let Some(port) = port {
@@ -1288,7 +1400,8 @@ mod tests {
             segments in prop::collection::vec(
                 prop::sample::select(vec![
                     "v3", "calendars", "primary", "events", "", ".", "..", ".;x", "..a", "a",
-                    "%41", "a b", "calendarsx", "é", "c",
+                    "%41", "a b", "calendarsx", "é", "c", "...", "a.", "calendars.", "a.;x",
+                    "..%20", "%EF%BC%8E", "%252e", "\u{FF0F}",
                 ]),
                 0..5,
             ),
