@@ -666,8 +666,8 @@ fn percent_decoding_to_invalid_utf8_is_rejected() {
 }
 
 /// `%252e` decodes to the text `%2e`, which a back end that decodes twice reads as `.`: a path
-/// segment whose decoding holds another escape is refused, however the `%` and the digits were
-/// written (`%25%32%65`).
+/// segment or query name whose decoding holds another escape is refused, however the `%` and the
+/// digits were written (`%25%32%65`).
 #[test]
 fn double_encoding_is_refused() {
     for (resource, part, escape) in [
@@ -692,6 +692,11 @@ fn double_encoding_is_refused() {
             "%41",
         ),
         ("db:crm/%255c", ResourcePart::Path, "%5c"),
+        (
+            "https://h.example.com/s?%2572ole=admin",
+            ResourcePart::Query,
+            "%72",
+        ),
     ] {
         match rejected(resource) {
             ResourceRejection::DoubleEncoding {
@@ -719,6 +724,11 @@ fn double_encoding_is_refused() {
         bound(&pattern, "https://h.example.com/files/%25zz"),
         [Some("%zz".to_owned())]
     );
+    // A query value may carry an escaped URL (`next=%2Fa%2520b`); only a constraint that reads
+    // it cannot decide on it (`double_encoded_query_value_is_undecidable`).
+    let request = parsed("https://h.example.com/s?next=%2Fa%2520b&q=1");
+    assert_eq!(request.query("next"), QueryValue::DoubleEncoded);
+    assert_eq!(request.query("q"), QueryValue::One(Cow::Borrowed("1")));
     // A template literal that decodes to another escape could never match.
     let message = template_error(ResourceKind::Http, "https://h.example.com/a%252e");
     assert!(message.contains("another escape `%2e`"), "{message}");
@@ -1201,6 +1211,163 @@ fn non_http_kinds_accept_a_query() {
     assert_eq!(request.path(), "search");
 }
 
+/// `?Role=admin`, `?role[]=admin`, `?role%5B%5D=admin`, `?role[0]=admin`: a server that folds
+/// case or reads `role[…]` as `role` sees the parameter `role`. All such names are one parameter:
+/// twice is `Repeated`, once under a spelling other than the name read is `Variant`; both fail
+/// every constraint.
+#[test]
+fn case_and_bracket_variants_of_a_query_name_are_one_parameter() {
+    for variant in [
+        "Role",
+        "ROLE",
+        "rOlE",
+        "role[]",
+        "role%5B%5D",
+        "role%5b%5d",
+        "role[0]",
+        "role[x]",
+        "Role[]",
+        "role[a][b]",
+        "%52ole",
+        "%72ole[]",
+    ] {
+        let alone = format!("https://h.example.com/s?{variant}=admin&x=1");
+        assert_eq!(
+            parsed(&alone).query("role"),
+            QueryValue::Variant(variant),
+            "{alone}"
+        );
+        for pair in [
+            format!("role=user&{variant}=admin"),
+            format!("{variant}=admin&role=user"),
+            format!("{variant}=admin&{variant}=user"),
+        ] {
+            let resource = format!("https://h.example.com/s?{pair}");
+            assert_eq!(
+                parsed(&resource).query("role"),
+                QueryValue::Repeated,
+                "{resource}"
+            );
+        }
+    }
+    // Unicode simple case folding: KELVIN SIGN is `k`, LONG S is `s`, in any position.
+    let request = parsed("https://h.example.com/s?%E2%84%AAind=a&%C5%BFort=b");
+    assert_eq!(request.query("kind"), QueryValue::Variant("%E2%84%AAind"));
+    assert_eq!(request.query("sort"), QueryValue::Variant("%C5%BFort"));
+    // The name read may itself carry a suffix; the spelling given decides `One` or `Variant`.
+    let request = parsed("https://h.example.com/s?ids[]=1");
+    assert_eq!(request.query("ids[]"), QueryValue::One(Cow::Borrowed("1")));
+    assert_eq!(request.query("ids"), QueryValue::Variant("ids[]"));
+    // Other names stay other parameters.
+    let request = parsed("https://h.example.com/s?roles=a&rol=b&role_=c&[role]=d&role=e");
+    assert_eq!(request.query("role"), QueryValue::One(Cow::Borrowed("e")));
+}
+
+/// `?x=1;role=admin`: servers that split parameters on `;` as on `&` read `role`. A raw `;`
+/// anywhere in the query is refused (an encoded `%3B` is data).
+#[test]
+fn semicolon_in_a_query_is_refused() {
+    for resource in [
+        "https://h.example.com/s?x=1;role=admin",
+        "https://h.example.com/s?;",
+        "https://h.example.com/s?role=a;b",
+        "https://h.example.com/?a=%41;b",
+        "tool:search?x;y",
+    ] {
+        assert!(
+            matches!(rejected(resource), ResourceRejection::QuerySemicolon { .. }),
+            "{resource}"
+        );
+    }
+    assert_eq!(
+        rejected("https://h.example.com/s?x=1;role=admin").to_string(),
+        "query `x=1;role=admin` contains a `;`, which some servers read as a parameter separator"
+    );
+    // `;` in the path is a segment parameter, as before; `%3B` in the query is data.
+    assert!(RequestResource::parse("https://h.example.com/a;v=1/b?x=1").is_ok());
+    assert_eq!(
+        parsed("https://h.example.com/s?q=a%3Bb").query("q"),
+        QueryValue::One(Cow::Owned("a;b".to_owned()))
+    );
+}
+
+/// A value that decodes to another escape (`%2561` is `%61` once, `a` twice) is undecidable
+/// when a constraint reads it; unread, it is left alone (an escaped URL in `next=` is common).
+#[test]
+fn double_encoded_query_value_is_undecidable() {
+    let request = parsed("https://h.example.com/s?role=%2561dmin&next=%2Fa%2520b&q=%25");
+    assert_eq!(request.query("role"), QueryValue::DoubleEncoded);
+    assert_eq!(request.query("next"), QueryValue::DoubleEncoded);
+    assert_eq!(
+        request.query("q"),
+        QueryValue::One(Cow::Owned("%".to_owned()))
+    );
+}
+
+/// The issue's query scenario end to end through `Engine`, from bytes and pre-parsed: no other
+/// spelling of `role=admin` passes `not { fieldEquals resource.query.role == "admin" }`, and
+/// each deny says why it cannot decide.
+#[test]
+fn query_variants_do_not_pass_a_negated_constraint_end_to_end() {
+    let engine = files_engine();
+    let base = "https://files.example.com/v1/users/alice/files/report";
+    assert_eq!(
+        files_call(&engine, &format!("{base}?role=user"), "alice").decision,
+        Verdict::Allow
+    );
+    assert_eq!(
+        files_call(&engine, &format!("{base}?other=admin"), "alice").decision,
+        Verdict::Allow
+    );
+    for (query, why) in [
+        ("Role=admin", "another spelling"),
+        ("ROLE=admin", "another spelling"),
+        ("role[]=admin", "another spelling"),
+        ("role%5B%5D=admin", "another spelling"),
+        ("role[0]=admin", "another spelling"),
+        ("role[x]=admin", "another spelling"),
+        ("role=user&Role=admin", "more than once"),
+        ("role=user&role[]=admin", "more than once"),
+        ("role=%2561dmin", "double encoding"),
+    ] {
+        let resource = format!("{base}?{query}");
+        let decision = files_call(&engine, &resource, "alice");
+        assert_eq!(decision.decision, Verdict::Deny, "{resource}: {decision:?}");
+        assert_eq!(decision.reasons[0].constraint.as_str(), "not", "{query}");
+        assert!(
+            decision.reasons[0].message.contains(why),
+            "{query}: {}",
+            decision.reasons[0].message
+        );
+    }
+    let decision = files_call(&engine, &format!("{base}?x=1;role=admin"), "alice");
+    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.reasons[0].constraint.as_str(), "resource");
+}
+
+/// A variant spelling fails under `optional` too: absent would pass, a variant is not absent.
+#[test]
+fn a_variant_query_name_fails_an_optional_constraint() {
+    let engine = engine_with(r#"    optional fieldEquals resource.query.limit in ["10", "20"]"#);
+    let call = |query: &str| {
+        files_call(
+            &engine,
+            &format!("https://files.example.com/v1/users/alice/files/r{query}"),
+            "alice",
+        )
+    };
+    assert_eq!(call("").decision, Verdict::Allow);
+    assert_eq!(call("?limit=10").decision, Verdict::Allow);
+    for query in [
+        "?Limit=5000",
+        "?limit[]=5000",
+        "?LIMIT=10",
+        "?limit=10&Limit=10",
+    ] {
+        assert_eq!(call(query).decision, Verdict::Deny, "{query}");
+    }
+}
+
 // ---------------------------------------------------------------- parsed accessors
 
 #[test]
@@ -1504,6 +1671,56 @@ fn segment_piece() -> impl Strategy<Value = &'static str> {
     ])
 }
 
+/// `name` written as a client might: each character in a random case (or, for `k` and `s`,
+/// KELVIN SIGN or LONG S, raw or escaped), some percent-encoded in either hex case, then a
+/// random `[…]` suffix.
+fn spelled(name: &'static str) -> impl Strategy<Value = String> {
+    let chars: Vec<char> = name.chars().collect();
+    let count = chars.len();
+    (
+        prop::collection::vec(0u8..6, count),
+        prop::sample::select(vec![
+            "", "", "", "[]", "%5B%5D", "%5b%5D", "[0]", "[x]", "%5B0%5D", "[a][b]", "[", "]",
+        ]),
+    )
+        .prop_map(move |(spellings, suffix)| {
+            let mut key = String::new();
+            for (c, how) in chars.iter().zip(spellings) {
+                match (how, c) {
+                    (1, _) => key.push(c.to_ascii_uppercase()),
+                    (2, _) => key.push_str(&format!("%{:02X}", u32::from(*c))),
+                    (3, _) => key.push_str(&format!("%{:02x}", u32::from(c.to_ascii_uppercase()))),
+                    (4, 'k') => key.push('\u{212A}'),
+                    (5, 'k') => key.push_str("%E2%84%AA"),
+                    (4, 's') => key.push('\u{17F}'),
+                    (5, 's') => key.push_str("%c5%bf"),
+                    _ => key.push(*c),
+                }
+            }
+            key.push_str(suffix);
+            key
+        })
+}
+
+/// The equivalence `RequestResource::query` uses, stated on its own: decode, drop a trailing
+/// `[…]`, fold case (simple folding, here only what `spelled` produces).
+fn same_name(key: &str, name: &str) -> bool {
+    let fold = |text: &str| -> String {
+        let stem = match (text.ends_with(']'), text.find('[')) {
+            (true, Some(at)) => &text[..at],
+            _ => text,
+        };
+        stem.chars()
+            .map(|c| match c {
+                '\u{212A}' => 'k',
+                '\u{17F}' => 's',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect()
+    };
+    decode_segment(key).is_some_and(|key| fold(&key) == fold(name))
+}
+
 proptest! {
     /// Segments built from pieces near every segment rule, at a random position of a random
     /// kind's path: the request parses exactly when every segment decodes and the rules accept
@@ -1543,10 +1760,60 @@ proptest! {
             prop_assert!(path_rule, "{} {:?}", text, rejection);
         }
     }
+
+    /// Every spelling of a name is the same parameter: alone it is `One` when it decodes to the
+    /// name exactly and `Variant` otherwise; next to any other spelling it is `Repeated`.
+    #[test]
+    fn generated_spellings_of_a_query_name_are_one_parameter(
+        (name, key, other) in prop::sample::select(vec!["role", "kind", "sort", "status"])
+            .prop_flat_map(|name| (Just(name), spelled(name), spelled(name))),
+        before in prop::option::of("[a-z]{1,4}=[a-z0-9]{0,3}"),
+        first in any::<bool>(),
+    ) {
+        let mut pairs: Vec<String> = before.into_iter().collect();
+        pairs.push(format!("{key}=admin"));
+        let text = format!("https://h.example.com/s?{}", pairs.join("&"));
+        let request = parsed(&text);
+        let exact = decode_segment(&key).as_deref() == Some(name);
+        let same = same_name(&key, name);
+        let expected = match (exact, same) {
+            (true, _) => QueryValue::One(Cow::Borrowed("admin")),
+            (false, true) => QueryValue::Variant(&key),
+            (false, false) => QueryValue::Absent,
+        };
+        let got = request.query(name);
+        // `One` may borrow or own; compare the text.
+        prop_assert_eq!(format!("{got:?}").replace("Owned", "Borrowed"), format!("{expected:?}"), "{}", text);
+        // Two names of the one parameter (a lone `[` or `]` is no `[…]` suffix: `role[` is
+        // another name).
+        if same && same_name(&other, name) {
+            let two = if first {
+                format!("https://h.example.com/s?{key}=admin&{other}=user")
+            } else {
+                format!("https://h.example.com/s?{other}=user&{key}=admin")
+            };
+            prop_assert_eq!(parsed(&two).query(name), QueryValue::Repeated, "{}", two);
+        }
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// End to end: no generated spelling of `role=admin` (alone or next to `role=user`) passes
+    /// `not { fieldEquals resource.query.role == "admin" }`, from bytes or pre-parsed.
+    #[test]
+    fn generated_query_spellings_never_pass_a_negated_constraint(
+        key in spelled("role"),
+        with_user in any::<bool>(),
+    ) {
+        prop_assume!(same_name(&key, "role"));
+        let engine = files_engine();
+        let query = if with_user { format!("role=user&{key}=admin") } else { format!("{key}=admin") };
+        let resource = format!("https://files.example.com/v1/users/alice/files/r?{query}");
+        let decision = files_call(&engine, &resource, "alice");
+        prop_assert_eq!(decision.decision, Verdict::Deny, "{}", resource);
+    }
 
     /// End to end: a traversal built from generated dot-like pieces never reaches another
     /// user's files; the decision is allow only for a path the segment rules accept.

@@ -3,13 +3,14 @@
 //! - [`RequestResource`] is a request's resource string, parsed and validated once, borrowing
 //!   from the request. Anything ambiguous — dot segments, encoded separators, NUL, bad
 //!   percent-encoding, double encoding, text NFKC changes, trimmable dots and spaces, userinfo,
-//!   fragments, empty segments — is a [`ResourceRejection`], which the engine turns into a deny
-//!   with reason `resource`. Nothing is ever normalised into a match.
+//!   fragments, empty segments, `;` in the query — is a [`ResourceRejection`], which the engine
+//!   turns into a deny with reason `resource`. Nothing is ever normalised into a match.
 //! - [`ResourcePattern::matches`] matches a parsed request against a compiled template, writing
 //!   `{name}` bindings into a reusable [`Bindings`] buffer. A request without percent-escapes
 //!   matches without allocating.
 //! - [`RequestResource::query`] reads one query parameter as a [`QueryValue`]; a parameter given
-//!   twice is [`QueryValue::Repeated`], so parameter pollution never picks a winner.
+//!   twice (also as `Role` and `role[]`) is [`QueryValue::Repeated`], so parameter pollution never
+//!   picks a winner, and one given only under another spelling is [`QueryValue::Variant`].
 //!
 //! The rules, with an example of each, are in `docs/resources.md`.
 
@@ -161,15 +162,20 @@ pub enum ResourceRejection {
         /// The segment as written.
         segment: String,
     },
-    /// Decoded text that holds another escape (`%252e` decodes to `%2e`) in a path segment: a
-    /// server that decodes twice reads another character.
+    /// Decoded text that holds another escape (`%252e` decodes to `%2e`), in a path segment or a
+    /// query parameter name: a server that decodes twice reads another character.
     DoubleEncoding {
         /// Path or query.
         part: ResourcePart,
-        /// The segment as written.
+        /// The segment or name as written.
         text: String,
         /// The escape the decoding holds.
         escape: String,
+    },
+    /// A `;` in the query: some servers split parameters on it as on `&`.
+    QuerySemicolon {
+        /// The query as written.
+        query: String,
     },
 }
 
@@ -268,6 +274,10 @@ impl fmt::Display for ResourceRejection {
                 "{} component `{text}` percent-decodes to another escape `{escape}` (double encoding)",
                 part.name()
             ),
+            ResourceRejection::QuerySemicolon { query } => write!(
+                f,
+                "query `{query}` contains a `;`, which some servers read as a parameter separator"
+            ),
         }
     }
 }
@@ -331,9 +341,9 @@ struct RequestOrigin<'a> {
 /// INVARIANT (validated-request): every segment of `path` is non-empty except possibly the last,
 /// contains no raw `\`, percent-decodes (per segment) to UTF-8 with no `/`, `\`, NUL or control
 /// character and no second escape, and passes `check_segment` (NFKC, not a dot segment, no
-/// trimmable dots or spaces); every `&`-separated component of `query` percent-decodes the same
-/// way (without the separator rule and the second-escape rule). Upheld by
-/// [`RequestResource::parse`], the only constructor; matching relies on it and still fails
+/// trimmable dots or spaces); `query` has no `;`, and every `&`-separated component of it
+/// percent-decodes the same way (without the separator rule), a name to no second escape. Upheld
+/// by [`RequestResource::parse`], the only constructor; matching relies on it and still fails
 /// closed if it were broken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestResource<'a> {
@@ -462,8 +472,8 @@ impl<'a> RequestResource<'a> {
     }
 
     /// After a plain path: `Some(None)` at the end, `Some(Some(query))` for `?` and a query of
-    /// plain bytes (so every component decodes as it is); `None` for anything else, which is for
-    /// the general parser.
+    /// plain bytes other than `;` (so every component decodes as it is); `None` for anything
+    /// else, which is for the general parser.
     #[inline(always)]
     fn plain_query(tail: &'a str) -> Option<Option<&'a str>> {
         match tail.as_bytes().first() {
@@ -521,9 +531,12 @@ impl<'a> RequestResource<'a> {
         };
         if plain {
             // No escapes and nothing outside ASCII: only the structural rules (empty, dot and
-            // trailing-dot segments) can apply, and a query without `%` always decodes to
-            // itself.
+            // trailing-dot segments, `;` in the query) can apply, and a query without `%`
+            // always decodes to itself.
             validate_plain_path(path)?;
+            if let Some(query) = query {
+                check_query_separators(query)?;
+            }
         } else {
             validate_path(path)?;
             if let Some(query) = query {
@@ -577,31 +590,74 @@ impl<'a> RequestResource<'a> {
         self.query
     }
 
-    /// The value of query parameter `name` (compared after percent-decoding, `+` read as a
-    /// space). A parameter without `=` has the empty value.
+    /// The value of query parameter `name`. A parameter without `=` has the empty value.
+    ///
+    /// Names are compared after percent-decoding (`+` read as a space), and every name that a
+    /// server might take for `name` counts: names equal to it under Unicode simple case folding
+    /// once a trailing `[…]` suffix is removed from both ([`same_parameter`]: `Role`, `ROLE`,
+    /// `role[]`, `role%5B%5D`, `role[0]`). So the value is:
+    /// - [`QueryValue::Repeated`] when two or more parameters have such names;
+    /// - [`QueryValue::Variant`] when one does, spelled otherwise than `name` after decoding;
+    /// - [`QueryValue::DoubleEncoded`] when `name` is given once and its value decodes to text
+    ///   that holds another escape (`%2561` decodes to `%61`);
+    /// - [`QueryValue::One`] with the decoded value, or [`QueryValue::Absent`].
     pub fn query(&self, name: &str) -> QueryValue<'a> {
         let Some(query) = self.query else {
             return QueryValue::Absent;
         };
-        let mut found: Option<&'a str> = None;
-        for pair in query.split('&').filter(|p| !p.is_empty()) {
+        // The parameter found so far: its name as written, its value, whether the name decodes
+        // to `name` exactly.
+        let mut found: Option<(&'a str, &'a str, bool)> = None;
+        for pair in split_byte(query, b'&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if percent::decoded_eq(key, true, name) {
+            let exact = percent::decoded_eq(key, true, name);
+            if exact || same_parameter(key, name) {
                 if found.is_some() {
                     return QueryValue::Repeated;
                 }
-                found = Some(value);
+                found = Some((key, value, exact));
             }
         }
         match found {
             None => QueryValue::Absent,
-            Some(value) => match percent::decode(value, true) {
+            Some((key, _, false)) => QueryValue::Variant(key),
+            Some((_, value, true)) => match percent::decode(value, true) {
+                Some(decoded) if percent::inner_escape(&decoded).is_some() => {
+                    QueryValue::DoubleEncoded
+                }
                 Some(decoded) => QueryValue::One(decoded),
                 // Unreachable by INVARIANT (validated-request); `Repeated` fails every
                 // constraint, where `Absent` could satisfy an `optional` one.
                 None => QueryValue::Repeated,
             },
         }
+    }
+}
+
+/// True when query parameter `key` (as written, still percent-encoded) is the parameter `name`
+/// to a server that folds case or reads `name[…]` as `name`: the two are equal under Unicode
+/// simple case folding ([`crate::fold`]) once `key` is decoded and a trailing `[…]` suffix
+/// (everything from the first `[` of a name that ends with `]`) is removed from both.
+///
+/// Without escapes and in ASCII (the usual case) this compares bytes without allocating.
+fn same_parameter(key: &str, name: &str) -> bool {
+    let plain = key.bytes().all(|b| b.is_ascii() && b != b'%' && b != b'+');
+    if plain && name.is_ascii() {
+        return parameter_stem(key).eq_ignore_ascii_case(parameter_stem(name));
+    }
+    percent::decode(key, true)
+        .is_some_and(|key| crate::fold::fold_eq(parameter_stem(&key), parameter_stem(name)))
+}
+
+/// A query parameter name without its trailing `[…]` suffix: `role` for `role[]`, `role[0]`,
+/// `role[a][b]`; the name itself when it does not end with `]`.
+fn parameter_stem(name: &str) -> &str {
+    if !name.ends_with(']') {
+        return name;
+    }
+    match find_byte(name, b'[') {
+        Some(at) => name.get(..at).unwrap_or(name),
+        None => name,
     }
 }
 
@@ -612,8 +668,16 @@ pub enum QueryValue<'a> {
     Absent,
     /// Given exactly once; percent-decoded, `+` read as a space.
     One(Cow<'a, str>),
-    /// Given more than once (even with equal values): every constraint on it fails.
+    /// Given more than once (even with equal values, even under names that differ only in case
+    /// or a `[…]` suffix): every constraint on it fails.
     Repeated,
+    /// Given once, under another spelling of the name (`Role` or `role[]` for `role`; the name
+    /// as written): a server may read it as this parameter, and capgate does not, so every
+    /// constraint on it fails.
+    Variant(&'a str),
+    /// Given once, with a value that percent-decodes to another escape (`%2561` to `%61`): a
+    /// server that decodes twice reads another value, so every constraint on it fails.
+    DoubleEncoded,
 }
 
 /// Rejects raw NUL, control and whitespace characters anywhere in the resource.
@@ -686,7 +750,8 @@ fn parse_origin<'a>(
 const HOST_LABEL: u8 = 1;
 /// [`URL_CLASSES`] bit: a [`PLAIN`] byte other than `/` and `?`, i.e. inside a plain segment.
 const SEGMENT: u8 = 2;
-/// [`URL_CLASSES`] bit: a [`PLAIN`] byte, i.e. anywhere in a plain query.
+/// [`URL_CLASSES`] bit: a [`PLAIN`] byte other than `;`, i.e. anywhere in a plain query (a query
+/// with `;` is refused, by the general parser).
 const QUERY: u8 = 4;
 /// [`URL_CLASSES`] bit: an ASCII digit.
 const DIGIT: u8 = 8;
@@ -712,7 +777,9 @@ const URL_CLASSES: [u8; 256] = {
             table[b] |= DIGIT;
         }
         if PLAIN[b] {
-            table[b] |= QUERY;
+            if c != b';' {
+                table[b] |= QUERY;
+            }
             if c != b'/' && c != b'?' {
                 table[b] |= SEGMENT;
                 if c != b';' {
@@ -781,13 +848,34 @@ fn validate_path(path: &str) -> Result<(), ResourceRejection> {
     Ok(())
 }
 
+/// `;` is refused outright; each `&`-separated name and value must decode; a name must not
+/// decode to another escape. (A value may: it is undecidable only when a constraint reads it,
+/// see [`RequestResource::query`].)
 fn validate_query(query: &str) -> Result<(), ResourceRejection> {
+    check_query_separators(query)?;
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        for component in [key, value] {
-            percent::validate(component, false, true)
-                .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Query, component))?;
+        let name = percent::validate(key, false, true)
+            .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Query, key))?;
+        if let Some(escape) = percent::inner_escape(&name) {
+            return Err(ResourceRejection::DoubleEncoding {
+                part: ResourcePart::Query,
+                text: quote(key),
+                escape: quote(escape),
+            });
         }
+        percent::validate(value, false, true)
+            .map_err(|p| ResourceRejection::from_decode(p, ResourcePart::Query, value))?;
+    }
+    Ok(())
+}
+
+/// Refuses a raw `;` in a query: servers that split on it as on `&` read parameters we do not.
+fn check_query_separators(query: &str) -> Result<(), ResourceRejection> {
+    if find_byte(query, b';').is_some() {
+        return Err(ResourceRejection::QuerySemicolon {
+            query: quote(query),
+        });
     }
     Ok(())
 }
@@ -1133,6 +1221,10 @@ mod tests {
             "https://h/...",
             "https://h/a.;x",
             "https://h/...;x/b",
+            // `;` in the query.
+            "https://h/a?x;y",
+            "https://h?;",
+            "https://h/a?x=1;role=admin",
         ] {
             assert!(RequestResource::parse_plain_http(text).is_none(), "{text}");
         }
