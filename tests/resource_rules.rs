@@ -1767,7 +1767,8 @@ proptest! {
     fn generated_spellings_of_a_query_name_are_one_parameter(
         (name, key, other) in prop::sample::select(vec!["role", "kind", "sort", "status"])
             .prop_flat_map(|name| (Just(name), spelled(name), spelled(name))),
-        before in prop::option::of("[a-z]{1,4}=[a-z0-9]{0,3}"),
+        // Another parameter; `x…` is never a spelling of the names tried.
+        before in prop::option::of("x[a-z]{0,3}=[a-z0-9]{0,3}"),
         first in any::<bool>(),
     ) {
         let mut pairs: Vec<String> = before.into_iter().collect();

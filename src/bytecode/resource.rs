@@ -469,8 +469,10 @@ pub(crate) enum HostByte {
     Other,
 }
 
-/// Bytes that no deny rule looks for: ASCII letters and digits and `-._~!$&'()*+,;=:/?`. A
-/// request made only of them is *plain* (the request parser's fast path); a template literal
+/// Bytes that no character-level deny rule looks for: ASCII letters and digits and
+/// `-._~!$&'()*+,;=:/?`. A request made only of them is *plain* (the request parser's fast
+/// path): no escape to decode and nothing outside ASCII, so of the rules only the structural ones
+/// apply (empty and dot segments, a dot at a segment's end, `;` in the query). A template literal
 /// made only of them, `/` and `?` aside, can be compared with a plain request byte for byte.
 #[expect(
     clippy::indexing_slicing,
