@@ -243,9 +243,9 @@ fn plain_origin(origin: &OriginPattern) -> Option<String> {
 }
 
 /// The leading literal segments of a template joined as `a/b/`, and how many they are: each one
-/// non-empty, accepted by [`check_segment`], and made only of bytes a plain request segment can hold (so it
-/// never holds a `/`, and a plain request's path may hold it as it is),
-/// and followed by another segment or `**` (the last segment is left to the segment loop, which
+/// non-empty, accepted by [`check_segment`], and made only of bytes a plain request segment can
+/// hold (so it never holds a `/`, and a plain request's path may hold it as it is), and followed
+/// by another segment or `**` (the last segment is left to the segment loop, which
 /// checks that nothing follows it). A plain request matches those segments exactly when its path
 /// starts with this text.
 fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
