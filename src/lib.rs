@@ -6,6 +6,7 @@ pub mod bytecode;
 mod bytes;
 pub mod compile;
 pub mod engine;
+mod fold;
 pub mod format;
 pub mod limits;
 pub mod lint;

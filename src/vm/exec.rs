@@ -549,7 +549,7 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
             }
             let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
                 // A broken `other` is broken, not absent (see `Op::Require`).
-                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous)) => Some(*stop),
+                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous(_))) => Some(*stop),
                 Err(_) => Some(Stop::Missing),
                 Ok(Leaf::Json(value)) if identity && value.is_null() => Some(Stop::NullIdentity),
                 Ok(_) => None,
@@ -743,7 +743,7 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         });
     }
     // A value the test cannot decide on: it counts as whatever fails its check.
-    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))
+    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous(_)))
         || (mistyped && result == Err(Stop::Rejected));
     if S::EXPLAIN {
         let concrete = path.map(|p| concrete_path(p, &trail));
