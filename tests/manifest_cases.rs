@@ -1576,3 +1576,67 @@ fn regression_duplicate_keys_are_found_in_objects_of_any_size() {
         );
     }
 }
+
+// ----- one pass over every stage -----
+
+/// Every diagnostic of loading `text` as the JSON manifest `m.json`, front end and compiler.
+fn load_errors(text: &str) -> Vec<String> {
+    let mut loader = capgate::PolicyLoader::new(capgate::Limits::DEFAULT);
+    loader.add_text("m.json", text.to_owned(), capgate::PolicyFormat::Json, None);
+    match loader.finish() {
+        Ok(_) => panic!("expected errors, the manifest loaded"),
+        Err(error) => error.diagnostics.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn a_json_manifest_reports_every_error_in_one_pass() {
+    let text = r#"{
+  "skill": { "name": "s", "version": "1" },
+  "capabilities": [ {
+    "name": "c",
+    "resource": "https://api.example.com/x",
+    "operations": ["GET"],
+    "justfication": "x",
+    "constraints": [
+      { "type": "fieldMatches", "field": "payload.a", "pattern": "(" },
+      { "type": "payloadSchema", "schema": { "type": "strin" } },
+      { "type": "wallClockWindow", "timezone": "Mars/Olympus",
+        "windows": [ { "days": "mon-fri", "start": "09:00", "end": "17:00" } ] },
+      { "type": "fieldEquals", "field": "payload.", "value": 1 }
+    ]
+  } ]
+}"#;
+    let errs = load_errors(text);
+    assert_eq!(errs.len(), 5, "{errs:#?}");
+    assert!(errs[0].starts_with("m.json:7:5: error: unknown field `justfication`"));
+    assert!(errs[1].starts_with("m.json:13:50: error: invalid path `payload.`"));
+    assert!(errs[2].starts_with("m.json:9:66: error: invalid regex `/(/`"));
+    assert!(errs[3].starts_with("m.json:10:44: error: unknown type `\"strin\"`"));
+    assert!(errs[4].starts_with("m.json:11:48: error: unknown time zone `Mars/Olympus`"));
+}
+
+#[test]
+fn a_dropped_field_is_not_also_reported_missing() {
+    // The malformed `resource`, `version` and `justification` are reported once, as malformed;
+    // the compiler, checking the rest, does not add "missing" errors for them.
+    let text = r#"{
+  "skill": { "name": "s", "version": 1 },
+  "capabilities": [ {
+    "name": "c",
+    "resource": 5,
+    "operations": ["POST"],
+    "justification": false,
+    "constraints": [ { "type": "fieldMatches", "field": "payload.a", "pattern": "[" } ]
+  } ]
+}"#;
+    let errs = load_errors(text);
+    assert_eq!(errs.len(), 4, "{errs:#?}");
+    assert!(errs[0].contains("`version` must be a string"), "{errs:#?}");
+    assert!(errs[1].contains("`resource` must be a URL"), "{errs:#?}");
+    assert!(
+        errs[2].contains("`justification` must be a string"),
+        "{errs:#?}"
+    );
+    assert!(errs[3].contains("invalid regex `/[/`"), "{errs:#?}");
+}

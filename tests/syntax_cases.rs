@@ -1399,6 +1399,40 @@ fn lowering_errors_are_all_collected() {
 }
 
 #[test]
+fn a_cap_file_reports_every_error_in_one_pass() {
+    // Two front-end errors and three the compiler finds (regex, schema, zone): all five at once.
+    let text = "skill \"s\" {
+  version \"1\"
+  capability \"c\" {
+    resource http \"https://api.example.com/x\"
+    operations GET
+    risk hgh
+    fieldMatches payload.a ~ /(/
+    payloadSchema { \"type\": \"strin\" }
+    wallClockWindow mon-fri 09:00-17:00 \"Mars/Olympus\"
+    fieldEquals payloads.a == 1
+  }
+}
+";
+    let mut loader = capgate::PolicyLoader::new(capgate::Limits::DEFAULT);
+    loader.add_text("t.cap", text.to_owned(), capgate::PolicyFormat::Cap, None);
+    let errors: Vec<String> = match loader.finish() {
+        Ok(_) => panic!("expected errors, the policy loaded"),
+        Err(error) => error
+            .diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect(),
+    };
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    assert!(errors[0].starts_with("unknown risk level `hgh`"));
+    assert!(errors[1].starts_with("unknown path root `payloads`"));
+    assert!(errors[2].starts_with("invalid regex `/(/`"));
+    assert!(errors[3].starts_with("unknown type `\"strin\"`"));
+    assert!(errors[4].starts_with("unknown time zone `Mars/Olympus`"));
+}
+
+#[test]
 fn every_example_in_the_language_guide_parses() {
     let guide =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/language.md")).unwrap();

@@ -23,27 +23,31 @@ use crate::syntax::ast::{
 use crate::syntax::units::{parse_days, parse_duration, parse_rate_unit, parse_time_of_day};
 use crate::value::{Path, Root};
 
-/// Lowers one manifest document, or returns every error found in it.
+/// Lowers one manifest document: the skill and every error found in it. With errors, the skill
+/// holds the parts that were well-formed (a malformed field is absent, a malformed constraint
+/// or capability is dropped), for the compiler to check as well; it is `None` when the skill
+/// itself could not be read (no object, no name).
 pub(crate) fn lower_manifest(
     document: &SpannedJson,
     text: &str,
-) -> Result<PolicyFile, Vec<ManifestError>> {
+) -> (Option<PolicyFile>, Vec<ManifestError>) {
     let mut lowerer = Lowerer {
         text,
         errors: Vec::new(),
     };
     let skill = lowerer.skill(document);
-    match skill {
-        Some(skill) if lowerer.errors.is_empty() => Ok(PolicyFile {
-            skills: vec![skill],
-        }),
+    let mut errors = lowerer.errors;
+    if skill.is_none() && errors.is_empty() {
         // Never an empty error list: a failed load always says why.
-        _ if lowerer.errors.is_empty() => Err(vec![ManifestError::new(
+        errors.push(ManifestError::new(
             document.span,
             "the manifest could not be read",
-        )]),
-        _ => Err(lowerer.errors),
+        ));
     }
+    let file = skill.map(|skill| PolicyFile {
+        skills: vec![skill],
+    });
+    (file, errors)
 }
 
 const TOP_FIELDS: &[&str] = &["skill", "risk", "sensitivity", "capabilities"];

@@ -28,11 +28,10 @@ pub const MAX_COMBINATOR_DEPTH: usize = 64;
 /// The default zone of weekly windows.
 const DEFAULT_ZONE: &str = "UTC";
 
-/// Builds the AST from the pairs of a successful parse of [`Rule::file`].
-pub(crate) fn lower_file(
-    file: FileId,
-    pairs: Pairs<'_, Rule>,
-) -> Result<PolicyFile, Vec<SyntaxError>> {
+/// Builds the AST from the pairs of a successful parse of [`Rule::file`], with every error
+/// found. With errors, the AST holds the parts that were well-formed (a malformed field is
+/// absent, a malformed constraint dropped), for the compiler to check as well.
+pub(crate) fn lower_file(file: FileId, pairs: Pairs<'_, Rule>) -> (PolicyFile, Vec<SyntaxError>) {
     let mut lowerer = Lowerer {
         file,
         errors: Vec::new(),
@@ -51,11 +50,7 @@ pub(crate) fn lower_file(
                 .with_help("a policy file holds one or more `skill \"name\" { ... }` blocks"),
         );
     }
-    if lowerer.errors.is_empty() {
-        Ok(PolicyFile { skills })
-    } else {
-        Err(lowerer.errors)
-    }
+    (PolicyFile { skills }, lowerer.errors)
 }
 
 /// The lowering pass's state: the file being lowered and the errors found so far.

@@ -40,11 +40,29 @@ pub const MAX_NESTING: usize = 128;
 /// grammar, otherwise all the errors found while building the AST (unknown names, bad
 /// durations, duplicate fields, ...). Never panics, whatever the input.
 pub fn parse(file: FileId, text: &str) -> Result<PolicyFile, Vec<SyntaxError>> {
-    check_line_ends(file, text).map_err(|error| vec![error])?;
-    check_nesting(file, text).map_err(|error| vec![error])?;
-    let pairs = grammar::CapParser::parse(Rule::file, text)
-        .map_err(|error| vec![from_pest(file, text, &error)])?;
-    lower::lower_file(file, pairs)
+    match parse_partial(file, text) {
+        (Some(policy), errors) if errors.is_empty() => Ok(policy),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`parse`], returning with the errors found while building the AST the parts that were
+/// well-formed (malformed fields absent, malformed constraints dropped), so that the compiler
+/// can check those too and a load lists every error in one pass (SPEC §7). The policy is
+/// `None` when the text does not match the grammar; with no errors it is the policy [`parse`]
+/// returns.
+pub fn parse_partial(file: FileId, text: &str) -> (Option<PolicyFile>, Vec<SyntaxError>) {
+    let checked = check_line_ends(file, text).and_then(|()| check_nesting(file, text));
+    if let Err(error) = checked {
+        return (None, vec![error]);
+    }
+    match grammar::CapParser::parse(Rule::file, text) {
+        Ok(pairs) => {
+            let (policy, errors) = lower::lower_file(file, pairs);
+            (Some(policy), errors)
+        }
+        Err(error) => (None, vec![from_pest(file, text, &error)]),
+    }
 }
 
 /// Rejects a carriage return that is not followed by a line feed. Most editors show one as a line
