@@ -610,7 +610,7 @@ fn lifetime_errors_name_the_field() {
     assert_eq!(
         errs(r#"{"kind": "wallClock", "value": "1 hour"}"#),
         [
-            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
+            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (did you mean `1h`?)"
         ]
     );
 }
@@ -757,7 +757,7 @@ fn field_range_errors() {
             r#"{"type": "fieldRange", "difference": ["payload.a", "payload.b"], "max": "2 h"}"#
         ),
         [
-            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
+            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (did you mean `2h`?)"
         ]
     );
 }
@@ -1639,4 +1639,36 @@ fn a_dropped_field_is_not_also_reported_missing() {
         "{errs:#?}"
     );
     assert!(errs[3].contains("invalid regex `/[/`"), "{errs:#?}");
+}
+
+#[test]
+fn a_duration_written_in_words_suggests_the_duration_meant() {
+    let errs = constraint_errors(r#"{"type": "rateLimit", "count": 5, "per": "2 hours"}"#);
+    assert_eq!(
+        errs,
+        [
+            "m.json:8:48: invalid duration `2 hours`: unknown unit ` hours`, expected ms, s, m, h or d (did you mean `2h`?)"
+        ]
+    );
+    let errs = constraint_errors(r#"{"type": "rateLimit", "count": 5, "per": "2hr"}"#);
+    assert!(errs[0].ends_with("(did you mean `2h`?)"), "{errs:?}");
+}
+
+#[test]
+fn a_not_with_an_array_names_its_constraint_field() {
+    let errs = constraint_errors(
+        r#"{"type": "not", "constraint": [{"type": "fieldEquals", "field": "payload.a", "value": 1}]}"#,
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with(
+            "m.json:8:37: `constraint` must be one constraint object, found an array (`not` takes exactly one constraint"
+        ),
+        "{errs:?}"
+    );
+    let errs = constraint_errors(r#"{"type": "not", "constraint": 3}"#);
+    assert_eq!(
+        errs,
+        ["m.json:8:37: `constraint` must be a constraint object, found a number"]
+    );
 }

@@ -1398,6 +1398,56 @@ fn lowering_errors_are_all_collected() {
     );
 }
 
+/// The hint of the single error of `text`.
+fn only_help(text: &str) -> String {
+    only_error(text).help.unwrap_or_default()
+}
+
+#[test]
+fn did_you_mean_suggests_one_keyword() {
+    // A near miss gets one suggestion: the nearest keyword, the duration or the operator meant.
+    for (body, help) in [
+        ("rateLimit 5 per 2 hours", "did you mean `2h`?"),
+        ("rateLimit 5 per 2hr", "did you mean `2h`?"),
+        ("lifetime wallClock 1 hour 30 mins", "did you mean `1h30m`?"),
+        ("fieldEquals payload.a = 1", "did you mean `==`?"),
+        ("justifcation \"x\"", "did you mean `justification`?"),
+        (
+            "not fieldEquals payload.a == 1",
+            "`not` takes one constraint in braces: `not { fieldEquals ... }`",
+        ),
+    ] {
+        assert_eq!(only_help(&in_capability(body)), help, "{body}");
+    }
+    assert_eq!(
+        only_help("skill s {\n}\n"),
+        "did you mean `\"s\"`? names are quoted strings"
+    );
+    assert_eq!(
+        only_help("skill \"s\" {\n  capability read_files {\n  }\n}\n"),
+        "did you mean `\"read_files\"`? names are quoted strings"
+    );
+    // A word with nothing near gets no guess (`y` is two edits from `any`, but only one letter).
+    let error = only_error(&in_capability("operations GET, x y"));
+    assert_eq!(error.help, None, "{}", error.message);
+}
+
+#[test]
+fn the_not_error_names_its_one_constraint() {
+    let errors = parse(FileId(0), &in_capability("not { }")).unwrap_err();
+    assert_eq!(
+        errors[0].message,
+        "`not` takes exactly one constraint, found 0"
+    );
+    assert!(
+        errors[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("`not { fieldEquals ... }`")
+    );
+}
+
 #[test]
 fn a_cap_file_reports_every_error_in_one_pass() {
     // Two front-end errors and three the compiler finds (regex, schema, zone): all five at once.

@@ -325,9 +325,13 @@ impl Lowerer<'_> {
         match parse_duration(&text) {
             Ok(duration) => Some(Spanned::new(duration, node.span)),
             Err(message) => {
-                self.push(ManifestError::new(node.span, message).with_help(
-                    "durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`",
-                ));
+                let help = match crate::syntax::units::suggest_duration(&text) {
+                    Some(meant) => format!("did you mean `{meant}`?"),
+                    None => "durations are a whole number and a unit, `500ms`, `30s`, `10m`, \
+                             `2h`, `1d`, or parts from the largest unit down, `1h30m`"
+                        .to_owned(),
+                };
+                self.push(ManifestError::new(node.span, message).with_help(help));
                 None
             }
         }
@@ -624,6 +628,31 @@ impl Lowerer<'_> {
 
     // ----- constraints -----
 
+    /// The `constraint` of a `not`: one constraint object (an array is named as such, with the
+    /// way to negate several).
+    fn not_operand(&mut self, node: &SpannedJson) -> Option<Constraint> {
+        match &node.value {
+            JsonValue::Object(_) => self.constraint(node, true),
+            JsonValue::Array(_) => {
+                self.push(
+                    ManifestError::new(
+                        node.span,
+                        "`constraint` must be one constraint object, found an array",
+                    )
+                    .with_help(
+                        "`not` takes exactly one constraint; wrap several in `{\"type\": \"any\"}` \
+                         or `{\"type\": \"all\"}`",
+                    ),
+                );
+                None
+            }
+            _ => {
+                self.wrong_type(node, "constraint", "a constraint object");
+                None
+            }
+        }
+    }
+
     fn constraint(&mut self, node: &SpannedJson, nested: bool) -> Option<Constraint> {
         let JsonValue::Object(_) = &node.value else {
             self.wrong_type(node, "constraints", "constraint objects");
@@ -708,7 +737,7 @@ impl Lowerer<'_> {
                 // "not"
                 let child = self
                     .required(&fields, "constraint")
-                    .and_then(|n| self.constraint(n, true));
+                    .and_then(|n| self.not_operand(n));
                 child.map(|c| ConstraintKind::Not(Box::new(c)))
             }
         };

@@ -528,13 +528,15 @@ impl Lowerer {
             Rule::all_block => Some(ConstraintKind::All(inner)),
             _ => {
                 if count != 1 {
+                    let help = if count == 0 {
+                        "write the constraint to negate inside the braces: `not { fieldEquals ... }`"
+                    } else {
+                        "wrap several constraints in `any { ... }` or `all { ... }` inside the `not`"
+                    };
                     self.error(
                         span,
                         format!("`not` takes exactly one constraint, found {count}"),
-                        Some(
-                            "wrap several constraints in `any { ... }` or `all { ... }` inside the `not`"
-                                .to_owned(),
-                        ),
+                        Some(help.to_owned()),
                     );
                     return None;
                 }
@@ -1001,9 +1003,13 @@ impl Lowerer {
 
     fn duration(&mut self, pair: &Pair<'_, Rule>) -> Option<Spanned<Duration>> {
         let span = self.span(pair);
-        units::parse_duration(pair.as_str())
+        let text = pair.as_str();
+        units::parse_duration(text)
             .map(|duration| Spanned::new(duration, span))
-            .map_err(|message| self.error(span, message, None))
+            .map_err(|message| {
+                let help = units::suggest_duration(text).map(|d| format!("did you mean `{d}`?"));
+                self.error(span, message, help);
+            })
             .ok()
     }
 

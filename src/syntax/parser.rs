@@ -14,6 +14,7 @@ use pest::error::{ErrorVariant, InputLocation};
 use super::ast::PolicyFile;
 use super::error::{SyntaxError, did_you_mean, one_of};
 use super::lower;
+use super::units;
 use crate::span::{FileId, Span};
 
 mod grammar {
@@ -189,7 +190,9 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
                 format!("expected {}, found {found_text}", one_of(&expected))
             };
             let mut syntax_error = SyntaxError::new(span, message);
-            if let Some(help) = help_for(&found, &positives) {
+            let before = text.get(..position).unwrap_or("");
+            let rest = text.get(position..).unwrap_or("");
+            if let Some(help) = help_for(&found, before, rest, &positives) {
                 syntax_error = syntax_error.with_help(help);
             }
             syntax_error
@@ -249,12 +252,48 @@ fn describe_found(found: &str) -> String {
     }
 }
 
-/// A "did you mean" hint when the found word is close to a keyword expected there.
-fn help_for(found: &str, positives: &[Rule]) -> Option<String> {
+/// A "did you mean" hint when the found word is close to a keyword expected there, or the text
+/// at the failure point (`rest`, after `before`) is a near miss of what was expected: `=` for
+/// `==`, `2 hours` for `2h`, an unquoted name for a string, a `not` without braces.
+fn help_for(found: &str, before: &str, rest: &str, positives: &[Rule]) -> Option<String> {
+    let after_not = before
+        .trim_end()
+        .strip_suffix("not")
+        .is_some_and(|head| !head.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+    if after_not && positives.contains(&Rule::lbrace) {
+        return Some(format!(
+            "`not` takes one constraint in braces: `not {{ {} ... }}`",
+            if found.is_empty() {
+                "constraint"
+            } else {
+                found
+            }
+        ));
+    }
     if found == ";" {
         return Some(
             "constraints and fields are separated by spaces or line breaks, not `;`".to_owned(),
         );
+    }
+    if found == "=" && positives.contains(&Rule::eq_op) {
+        return Some("did you mean `==`?".to_owned());
+    }
+    let wants_duration = positives
+        .iter()
+        .any(|rule| matches!(rule, Rule::duration | Rule::rate_period));
+    if wants_duration {
+        if let Some((meant, _)) = units::leading_duration_words(rest) {
+            return Some(format!("did you mean `{meant}`?"));
+        }
+    }
+    let wants_string = positives
+        .iter()
+        .any(|rule| matches!(rule, Rule::string | Rule::quote));
+    if wants_string && found.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        let name = found.escape_debug();
+        return Some(format!(
+            "did you mean `\"{name}\"`? names are quoted strings"
+        ));
     }
     if found.is_empty() || !found.starts_with(|c: char| c.is_alphabetic()) {
         return None;
