@@ -304,6 +304,44 @@ fn autonomy_out_of_range_or_not_an_integer_is_denied_with_input() {
     }
 }
 
+/// `autonomy` must be "an integer in 0..=100", and a JSON number with no fraction is that
+/// integer however it is written: `80.0` and `8e1` are 80 on the tape path and the strict path
+/// alike (`check_slice`, `check_value`); `80.5` is refused.
+#[test]
+fn autonomy_written_as_a_whole_float_is_that_integer() {
+    let engine = engine();
+    for (autonomy, allowed) in [
+        ("80.0", true),
+        ("8e1", true),
+        ("-0.0", true),
+        ("80.5", false),
+    ] {
+        let text = format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{autonomy}}}"#
+        );
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for decision in [
+            engine.check_slice(text.as_bytes()),
+            engine.check_value(value),
+        ] {
+            if allowed {
+                assert_eq!(
+                    decision.decision,
+                    Verdict::Allow,
+                    "{autonomy}: {decision:#?}"
+                );
+            } else {
+                assert_input_deny(&decision);
+                assert!(
+                    decision.reasons[0]
+                        .message
+                        .contains("must be an integer in 0..=100")
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_time_is_denied_with_input_on_a_simulated_clock() {
     for time in [
@@ -524,6 +562,44 @@ fn cli_check_non_utf8_and_huge_requests_are_input_errors() {
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("limit"), "{}", stderr(&output));
+}
+
+/// A request that starts with U+FEFF (which some editors write unseen) is refused with a reason
+/// that names the byte-order mark, by the library and by `capgate check`, not "must be a JSON
+/// object".
+#[test]
+fn a_bom_prefixed_request_names_the_byte_order_mark() {
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend_from_slice(with_payload("1").as_bytes());
+    let decision = decide_bytes(&bytes);
+    assert_input_deny(&decision);
+    assert!(
+        decision.reasons[0]
+            .message
+            .contains("byte-order mark (U+FEFF)"),
+        "{decision:#?}"
+    );
+    let value = capgate::parse_strict_json(&String::from_utf8(bytes.clone()).unwrap());
+    assert!(value.unwrap_err().contains("byte-order mark"));
+
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let request = write(&dir, "bom.json", &bytes);
+    let args = [
+        "check",
+        "-p",
+        policy.to_str().unwrap(),
+        "-r",
+        request.to_str().unwrap(),
+    ];
+    let output = capgate(&args, b"");
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("byte-order mark"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]

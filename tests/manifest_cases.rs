@@ -416,6 +416,11 @@ fn risk_accepts_labels_and_integers_and_keeps_out_of_range_scores() {
     assert_eq!(risk("75"), Risk::Score(75));
     assert_eq!(risk("150"), Risk::Score(150));
     assert_eq!(risk("-3"), Risk::Score(-3));
+    // A whole number however written, as a request's `autonomy` (regression: `80.0` was refused
+    // as "must be a whole number").
+    assert_eq!(risk("80.0"), Risk::Score(80));
+    assert_eq!(risk("8e1"), Risk::Score(80));
+    assert_eq!(risk("-0.0"), Risk::Score(0));
 }
 
 #[test]
@@ -437,7 +442,7 @@ fn risk_rejects_fractions_unknown_labels_and_other_types() {
     );
     assert_eq!(
         errs("99999999999999999999"),
-        ["m.json:1:34: `risk` must be a whole number, found `1e+20`"]
+        ["m.json:1:34: risk score `1e+20` must be between 0 and 100"]
     );
 }
 

@@ -421,14 +421,21 @@ impl Lowerer<'_> {
 
     fn risk(&mut self, node: &SpannedJson) -> Option<Spanned<Risk>> {
         let risk = match &node.value {
-            JsonValue::Number(n) => match n.as_i64() {
-                Some(score) => Risk::Score(score),
-                None => {
-                    let message = if n.is_f64() {
-                        format!("`risk` must be a whole number, found `{n}`")
-                    } else {
-                        format!("risk score `{n}` must be between 0 and 100")
-                    };
+            // A whole number is a score however it is written (`80`, `80.0`, `8e1`), as a
+            // request's `autonomy` is; out-of-range scores are kept for the checker to refuse.
+            JsonValue::Number(n) => match (n.as_i64(), n.as_f64()) {
+                (Some(score), _) => Risk::Score(score),
+                (None, Some(f)) if f.fract() == 0.0 && f.abs() <= 1e15 => {
+                    // Whole and well inside i64: the conversion is exact.
+                    Risk::Score(f as i64)
+                }
+                (None, Some(f)) if f.fract() != 0.0 => {
+                    let message = format!("`risk` must be a whole number, found `{n}`");
+                    self.push(ManifestError::new(node.span, message));
+                    return None;
+                }
+                _ => {
+                    let message = format!("risk score `{n}` must be between 0 and 100");
                     self.push(ManifestError::new(node.span, message));
                     return None;
                 }
