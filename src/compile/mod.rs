@@ -157,6 +157,9 @@ fn compile_skill_sharing(
 ) -> Option<CompiledSkill> {
     let before = errors.len();
     let whole_header = !reported.in_header(skill);
+    if skill.name.node.trim().is_empty() && !reported.within(skill.name.span) {
+        errors.push(blank_name("skill", skill.name.span));
+    }
     let version = match &skill.version {
         Some(v) if !v.node.trim().is_empty() => v.node.clone(),
         Some(v) => {
@@ -196,6 +199,9 @@ fn compile_skill_sharing(
     for capability in &skill.capabilities {
         // A capability the front end reported an error in may lack a field it wrote.
         let whole = !reported.within(capability.span);
+        if capability.name.node.trim().is_empty() && whole {
+            errors.push(blank_name("capability", capability.name.span));
+        }
         if let (Some(first), true) = (names.get(capability.name.node.as_str()), whole) {
             errors.push(
                 CompileError::new(
@@ -297,6 +303,14 @@ fn compile_skill_sharing(
         revision: revision(skill),
         capabilities,
     })
+}
+
+/// A skill or capability named `""` (or only spaces): requests, grants, revocations and reasons
+/// name it, and nobody can tell it apart there.
+fn blank_name(what: &str, span: Span) -> CompileError {
+    CompileError::new(span, format!("{what} name is empty")).with_help(format!(
+        "give the {what} a name: requests, grants and deny reasons name it"
+    ))
 }
 
 /// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest (compact,
