@@ -197,8 +197,12 @@ pub fn format_time_of_day(time: TimeOfDay) -> String {
     format!("{:02}:{:02}", time.0 / 60, time.0 % 60)
 }
 
-/// Formats a duration in the largest unit that divides it exactly (`2h`, `90s`, `500ms`).
+/// Formats a duration in the largest unit that divides it exactly (`2h`, `90s`, `500ms`); zero
+/// is `0s` (every unit divides it, and `0d` reads as a mistake).
 pub fn format_duration(duration: Duration) -> String {
+    if duration.nanos == 0 {
+        return "0s".to_owned();
+    }
     const UNITS: [(u64, &str); 5] = [
         (86_400 * NANOS_PER_S, "d"),
         (3_600 * NANOS_PER_S, "h"),
@@ -250,6 +254,19 @@ pub fn format_days(days: DaySet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_duration_prints_as_0s() {
+        assert_eq!(format_duration(Duration { nanos: 0 }), "0s");
+        for text in ["0s", "0ms", "0d", "0h0m"] {
+            assert_eq!(
+                format_duration(parse_duration(text).unwrap()),
+                "0s",
+                "{text}"
+            );
+        }
+        assert_eq!(format_duration(parse_duration("1h30m").unwrap()), "90m");
+    }
 
     #[test]
     fn durations_written_as_words_suggest_the_duration_meant() {
