@@ -444,17 +444,16 @@ pub fn escape_controls_in_lines(text: &str) -> Cow<'_, str> {
 /// U+200E/U+200F and U+061C — which make a terminal or an editor show text in an order other
 /// than the one it is read in.
 pub fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{061c}'
-        )
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c)
+}
+
+/// True for the bidirectional controls: the embeddings and overrides U+202A–U+202E, the isolates
+/// U+2066–U+2069, and the marks U+200E, U+200F and U+061C.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+    )
 }
 
 /// `value` as compact JSON, as `serde_json::to_string` writes it except that the characters

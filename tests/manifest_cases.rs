@@ -1677,3 +1677,16 @@ fn a_not_with_an_array_names_its_constraint_field() {
         ["m.json:8:37: `constraint` must be a constraint object, found a number"]
     );
 }
+
+#[test]
+fn a_bidi_control_outside_a_json_string_is_an_error() {
+    let errs = errors("{\u{2066}\"skill\": {\"name\": \"s\"}}");
+    assert_eq!(
+        errs,
+        [
+            "m.json:1:2: bidirectional control U+2066 outside a string, expected a string key (it can make the manifest read differently from how it loads; delete it)"
+        ]
+    );
+    // Inside a string it is text (`capgate lint` flags it).
+    load("{\"skill\": {\"name\": \"s\", \"version\": \"1\u{202e}\"}}");
+}

@@ -1448,6 +1448,71 @@ fn the_not_error_names_its_one_constraint() {
     );
 }
 
+/// The bidirectional controls (`capgate::value::is_bidi_control`).
+const BIDI: [char; 12] = [
+    '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}',
+    '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+];
+
+/// A capability whose comment, regex and string literal may each carry a bidi control.
+fn with_bidi(comment: &str, regex: &str, string: &str) -> String {
+    in_capability(&format!(
+        "// ok{comment}\n    fieldMatches payload.a ~ /a{regex}b/\n    fieldEquals payload.b == \"x{string}\""
+    ))
+}
+
+#[test]
+fn a_bidi_control_outside_a_string_is_a_compile_error() {
+    // Trojan Source: a comment that seems to end before the constraint it hides.
+    let errors = parse(FileId(0), &with_bidi("\u{202e} } \u{2066}// ", "", "")).unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(
+        errors[0].message,
+        "bidirectional control U+202E outside a string literal"
+    );
+    assert_eq!(at(&with_bidi("\u{202e}", "", ""), errors[0].span), (3, 10));
+    assert!(errors[0].help.as_deref().unwrap().contains("`\\u202e`"));
+    // In a regex literal and between tokens too.
+    let errors = parse(FileId(0), &with_bidi("", "\u{2067}", "")).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].message.contains("U+2067"), "{errors:?}");
+    let errors = parse(
+        FileId(0),
+        &in_capability("\u{200f}fieldEquals payload.a == 1"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors.len(),
+        1,
+        "said once, not again as a syntax error: {errors:?}"
+    );
+    // Inside a string literal it is a value the policy means (`capgate lint` flags it).
+    parse_ok(&with_bidi("", "", "\u{202e}"));
+}
+
+proptest! {
+    #[test]
+    fn every_bidi_control_outside_a_string_is_refused_and_inside_one_is_read(
+        bidi in proptest::sample::select(BIDI.to_vec()),
+        place in 0_usize..3,
+    ) {
+        let text = bidi.to_string();
+        let (comment, regex, string) = match place {
+            0 => (text.as_str(), "", ""),
+            1 => ("", text.as_str(), ""),
+            _ => ("", "", text.as_str()),
+        };
+        let result = parse(FileId(0), &with_bidi(comment, regex, string));
+        if place == 2 {
+            prop_assert!(result.is_ok(), "{:?}", result);
+        } else {
+            let errors = result.unwrap_err();
+            prop_assert_eq!(errors.len(), 1, "{:?}", errors);
+            prop_assert!(errors[0].message.starts_with("bidirectional control U+"));
+        }
+    }
+}
+
 #[test]
 fn a_cap_file_reports_every_error_in_one_pass() {
     // Two front-end errors and three the compiler finds (regex, schema, zone): all five at once.

@@ -189,6 +189,17 @@ impl Reader<'_> {
             Some('/') => self
                 .error(self.pos, self.pos + 1, "comments are not allowed in JSON")
                 .with_help("remove the comment; `justification` is the place for prose"),
+            Some(c) if crate::value::is_bidi_control(c) => {
+                self.error(
+                    self.pos,
+                    self.pos + c.len_utf8(),
+                    format!(
+                        "bidirectional control U+{:04X} outside a string, expected {expected}",
+                        u32::from(c)
+                    ),
+                )
+                .with_help("it can make the manifest read differently from how it loads; delete it")
+            }
             Some(c) => self.error(
                 self.pos,
                 self.pos + c.len_utf8(),

@@ -57,13 +57,84 @@ pub fn parse_partial(file: FileId, text: &str) -> (Option<PolicyFile>, Vec<Synta
     if let Err(error) = checked {
         return (None, vec![error]);
     }
+    let mut errors = check_bidi(file, text);
     match grammar::CapParser::parse(Rule::file, text) {
         Ok(pairs) => {
-            let (policy, errors) = lower::lower_file(file, pairs);
+            let (policy, lowering) = lower::lower_file(file, pairs);
+            errors.extend(lowering);
             (Some(policy), errors)
         }
-        Err(error) => (None, vec![from_pest(file, text, &error)]),
+        Err(error) => {
+            // A bidi control in the code is where the grammar stops too: said once.
+            let error = from_pest(file, text, &error);
+            if !errors.iter().any(|e| e.span.start == error.span.start) {
+                errors.push(error);
+            }
+            (None, errors)
+        }
     }
+}
+
+/// Rejects every bidirectional control outside a string literal — in a comment, a regex literal
+/// or between tokens — where it can make the policy a reviewer approves read differently from
+/// the one that runs (Trojan Source: a comment that seems to end before a constraint hides it).
+/// Inside a string literal it is a value the policy means; `capgate lint` flags it there. Strings,
+/// comments and regex literals are found the way [`check_nesting`] finds them.
+fn check_bidi(file: FileId, text: &str) -> Vec<SyntaxError> {
+    let mut errors = Vec::new();
+    if text.is_ascii() {
+        return errors;
+    }
+    let bytes = text.as_bytes();
+    let mut after_tilde = false;
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        // The end of the comment, regex or character at `i` (always a character boundary:
+        // the skips stop at an ASCII byte or the end).
+        let end = match byte {
+            b'"' => {
+                after_tilde = false;
+                i = skip_delimited(bytes, i + 1, b'"');
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => skip_line(bytes, i),
+            b'#' => skip_line(bytes, i),
+            b'/' if after_tilde => skip_delimited(bytes, i + 1, b'/'),
+            _ => {
+                i + text
+                    .get(i..)
+                    .and_then(|rest| rest.chars().next())
+                    .map_or(1, char::len_utf8)
+            }
+        };
+        match byte {
+            b'~' => after_tilde = true,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => after_tilde = false,
+        }
+        for (at, c) in text.get(i..end).unwrap_or_default().char_indices() {
+            if crate::value::is_bidi_control(c) {
+                errors.push(bidi_error(file, i + at, c));
+            }
+        }
+        i = end.max(i + 1);
+    }
+    errors
+}
+
+/// The error for a bidirectional control `c` at byte `at`, outside a string literal.
+fn bidi_error(file: FileId, at: usize, c: char) -> SyntaxError {
+    SyntaxError::new(
+        Span::new(file, at, at + c.len_utf8()),
+        format!(
+            "bidirectional control U+{:04X} outside a string literal",
+            u32::from(c)
+        ),
+    )
+    .with_help(
+        "it can make the policy read differently from how it runs; delete it (in a string, write \
+         it as an escape such as `\\u202e`; in a regex, `\\x{202e}`)",
+    )
 }
 
 /// Rejects a carriage return that is not followed by a line feed. Most editors show one as a line
