@@ -107,7 +107,7 @@ pub struct LineResult {
 }
 
 fn error_line(number: usize, message: String) -> LineResult {
-    let quoted = serde_json::to_string(&message).unwrap_or_else(|_| "\"\"".to_owned());
+    let quoted = crate::value::to_json_line(&message).unwrap_or_else(|_| "\"\"".to_owned());
     LineResult {
         text: format!(
             "line {number}: error: {}\n",
@@ -406,13 +406,13 @@ fn call(
         text.push_str(&format!("  EXPECTATION FAILED: {}\n", problems.join("; ")));
     }
     // The decision's own field order, then `line` (and the failed expectation).
-    let mut json = serde_json::to_string(&decision).unwrap_or_else(|_| "{}".to_owned());
+    let mut json = crate::value::to_json_line(&decision).unwrap_or_else(|_| "{}".to_owned());
     if json.ends_with('}') {
         json.pop();
         let comma = if json.len() > 1 { "," } else { "" };
         json.push_str(&format!(r#"{comma}"line":{number}"#));
         if failed_expectation {
-            let problems = serde_json::to_string(&problems.join("; ")).unwrap_or_default();
+            let problems = crate::value::to_json_line(&problems.join("; ")).unwrap_or_default();
             json.push_str(&format!(r#","expectation_failed":{problems}"#));
         }
         json.push('}');

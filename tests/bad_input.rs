@@ -304,6 +304,44 @@ fn autonomy_out_of_range_or_not_an_integer_is_denied_with_input() {
     }
 }
 
+/// `autonomy` must be "an integer in 0..=100", and a JSON number with no fraction is that
+/// integer however it is written: `80.0` and `8e1` are 80 on the tape path and the strict path
+/// alike (`check_slice`, `check_value`); `80.5` is refused.
+#[test]
+fn autonomy_written_as_a_whole_float_is_that_integer() {
+    let engine = engine();
+    for (autonomy, allowed) in [
+        ("80.0", true),
+        ("8e1", true),
+        ("-0.0", true),
+        ("80.5", false),
+    ] {
+        let text = format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{autonomy}}}"#
+        );
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for decision in [
+            engine.check_slice(text.as_bytes()),
+            engine.check_value(value),
+        ] {
+            if allowed {
+                assert_eq!(
+                    decision.decision,
+                    Verdict::Allow,
+                    "{autonomy}: {decision:#?}"
+                );
+            } else {
+                assert_input_deny(&decision);
+                assert!(
+                    decision.reasons[0]
+                        .message
+                        .contains("must be an integer in 0..=100")
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_time_is_denied_with_input_on_a_simulated_clock() {
     for time in [
@@ -524,6 +562,44 @@ fn cli_check_non_utf8_and_huge_requests_are_input_errors() {
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("limit"), "{}", stderr(&output));
+}
+
+/// A request that starts with U+FEFF (which some editors write unseen) is refused with a reason
+/// that names the byte-order mark, by the library and by `capgate check`, not "must be a JSON
+/// object".
+#[test]
+fn a_bom_prefixed_request_names_the_byte_order_mark() {
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend_from_slice(with_payload("1").as_bytes());
+    let decision = decide_bytes(&bytes);
+    assert_input_deny(&decision);
+    assert!(
+        decision.reasons[0]
+            .message
+            .contains("byte-order mark (U+FEFF)"),
+        "{decision:#?}"
+    );
+    let value = capgate::parse_strict_json(&String::from_utf8(bytes.clone()).unwrap());
+    assert!(value.unwrap_err().contains("byte-order mark"));
+
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let request = write(&dir, "bom.json", &bytes);
+    let args = [
+        "check",
+        "-p",
+        policy.to_str().unwrap(),
+        "-r",
+        request.to_str().unwrap(),
+    ];
+    let output = capgate(&args, b"");
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("byte-order mark"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -1108,4 +1184,187 @@ fn a_session_line_over_the_line_limit_is_an_error_line_from_text_too() {
         result.output["error"],
         "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
     );
+// Control and bidirectional characters in output
+// ------------------------------------------------------------------------------------------------
+
+/// True for a character no output may hold raw (`capgate::value::is_hidden`) other than the
+/// line breaks and tabs of text laid out in lines.
+fn raw_hidden(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| capgate::value::is_hidden(*c) && !matches!(c, '\n' | '\t'))
+        .collect()
+}
+
+/// A policy whose literals, regex and locator carry `text` (written as a JSON string, so control
+/// characters arrive escaped and bidi controls raw).
+fn policy_quoting(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap();
+    format!(
+        "skill \"s\" {{\n  version \"1\"\n  capability \"c\" {{\n    resource tool \"t\"\n    operations call\n    lifetime process\n    justification \"bidi\"\n    fieldEquals payload.a in [{quoted}, \"x\"]\n    fieldEquals payload[{quoted}] == {quoted}\n  }}\n}}\n"
+    )
+}
+
+/// Every output a decision and a policy make: the decision's text and reasons, and the
+/// disassembly.
+fn outputs(text: &str) -> Vec<String> {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("b.cap", policy_quoting(text), PolicyFormat::Cap, None);
+    let loaded = loader.finish().unwrap();
+    let listing =
+        capgate::bytecode::disasm::disassemble(loaded.skills[0].capabilities[0].program.program());
+    let engine = Engine::builder(loaded)
+        .state(Arc::new(InMemoryStore::new()))
+        .build();
+    let request = serde_json::json!({
+        "skill": "s", "operation": "call", "resource": "tool:t",
+        "payload": { "a": text, text: [text] }
+    });
+    let mut out = vec![listing];
+    for decision in [
+        engine.check_slice(request.to_string().as_bytes()),
+        engine.check_value(request.clone()),
+        engine
+            .check_value(serde_json::json!({ "skill": text, "operation": text, "resource": text })),
+        engine.check_value(
+            serde_json::json!({ "skill": "s", "operation": "call", "resource": "tool:t", text: 1 }),
+        ),
+    ] {
+        out.push(decision.to_text());
+        out.extend(decision.reasons.iter().map(|r| r.message.clone()));
+        out.extend(decision.reasons.iter().filter_map(|r| r.path.clone()));
+    }
+    out
+}
+
+#[test]
+fn bidi_controls_are_escaped_in_every_output() {
+    let text = "a\u{202e}b\u{2066}c\u{1b}[2J\u{200f}d\u{61c}";
+    for output in outputs(text) {
+        assert_eq!(raw_hidden(&output), [], "{output}");
+    }
+    // The command line: a policy error (message and source snippet), `disasm`, and a decision.
+    let dir = temp_dir();
+    let bad = write(
+        &dir,
+        "bad.cap",
+        policy_quoting(text).replace(
+            "fieldEquals payload.a",
+            "fieldMatches payload.a ~ /(\u{202e}/\n    fieldEquals payload.a",
+        ),
+    );
+    let output = capgate(&["check", "-p", bad.to_str().unwrap()], b"{}");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("\\u{202e}"), "{}", stderr(&output));
+    assert_eq!(raw_hidden(&stderr(&output)), [], "{}", stderr(&output));
+    let output = capgate(
+        &[
+            "--error-format",
+            "json",
+            "check",
+            "-p",
+            bad.to_str().unwrap(),
+        ],
+        b"{}",
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let good = write(&dir, "good.cap", policy_quoting(text));
+    let output = capgate(&["disasm", good.to_str().unwrap()], b"");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\\u{202e}"), "{}", stdout(&output));
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let request = serde_json::json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "payload": { "a": text }
+    });
+    let output = capgate(
+        &["check", "-p", good.to_str().unwrap()],
+        request.to_string().as_bytes(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    // JSON lines write them as `\uXXXX` escapes: the same value, nothing raw on the terminal.
+    let request = serde_json::json!({
+        "skill": text, "operation": "call", "resource": "tool:t", "payload": { "a": text }
+    });
+    let output = capgate(
+        &["check", "-p", good.to_str().unwrap(), "--format", "json"],
+        request.to_string().as_bytes(),
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let decision: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(decision["skill"], text);
+    let session = write(
+        &dir,
+        "s.jsonl",
+        format!("{}\n", serde_json::json!({ "call": request })),
+    );
+    let output = capgate(
+        &[
+            "replay",
+            "-p",
+            good.to_str().unwrap(),
+            session.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        stdout(&output).contains(r#""skill":"a\u202eb"#),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    // A failing test's report quotes the case name and the request.
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    write(&suite, "good.cap", policy_quoting(text));
+    write(
+        &suite,
+        "b.captest",
+        format!(
+            "[case {text}]\nskill = {}\noperation = \"call\"\nresource = \"tool:t\"\nexpect allow\n",
+            serde_json::to_string(text).unwrap()
+        ),
+    );
+    let output = capgate(&["test", suite.to_str().unwrap()], b"");
+    assert!(
+        stdout(&output).contains("[case a\\u{202e}b"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    assert_eq!(raw_hidden(&stderr(&output)), [], "{}", stderr(&output));
+}
+
+/// Any mix of text and control or bidi characters.
+fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        prop_oneof![
+            "[a-z]{0,3}",
+            proptest::char::ranges(
+                vec![
+                    '\u{1}'..='\u{1f}',
+                    '\u{7f}'..='\u{9f}',
+                    '\u{2028}'..='\u{2029}',
+                    '\u{202a}'..='\u{202e}',
+                    '\u{2066}'..='\u{2069}',
+                    '\u{200e}'..='\u{200f}',
+                    '\u{61c}'..='\u{61c}',
+                ]
+                .into()
+            )
+            .prop_map(String::from),
+        ],
+        1..12,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #[test]
+    fn no_output_holds_a_raw_control_or_bidi_character(text in hostile_text()) {
+        for output in outputs(&text) {
+            proptest::prop_assert_eq!(raw_hidden(&output), Vec::<char>::new(), "{}", output);
+        }
+    }
 }

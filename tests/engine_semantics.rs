@@ -2758,3 +2758,48 @@ fn regression_revision_reasons_show_both_hashes_whole() {
         )
     );
 }
+
+/// A sliding window counts calls in 64-bit nanoseconds (1677-09-21 to 2262-04-11); with the
+/// clock outside that range every call is refused, and the reason says the clock is out of
+/// range (regression: it said "rate limit of 5 per 1m reached" on the first call). A bucket
+/// (`burst`) counts at any instant.
+#[test]
+fn a_clock_outside_the_supported_range_says_so() {
+    let policy = |limit: &str| {
+        format!(
+            "skill \"s\" {{ version \"1\" capability \"c\" {{ resource tool \"t\" operations call lifetime process justification \"range test\" {limit} }} }}"
+        )
+    };
+    for time in [
+        "9999-12-31T00:00:00Z",
+        "1000-01-01T00:00:00Z",
+        "2262-04-12T00:00:00Z",
+    ] {
+        let (engine, clock) = stateful(&policy("rateLimit 5 per minute"));
+        clock.set(at(time));
+        let decision = decide(&engine, &tool(json!({})));
+        assert_eq!(decision.decision, Verdict::Deny, "{time}");
+        assert_eq!(kinds(&decision), ["rateLimit"]);
+        assert_eq!(
+            decision.reasons[0].message,
+            format!(
+                "the clock ({time}) is outside the supported range of the rate limit of 5 per 1m (1677-09-21 to 2262-04-11)"
+            )
+        );
+        let (engine, clock) = stateful(&policy("rateLimit 5 per minute burst 2"));
+        clock.set(at(time));
+        assert_eq!(
+            decide(&engine, &tool(json!({}))).decision,
+            Verdict::Allow,
+            "{time}"
+        );
+    }
+    // Within the range, a refusal is the limit's own.
+    let (engine, _clock) = stateful(&policy("rateLimit 1 per minute"));
+    assert_eq!(decide(&engine, &tool(json!({}))).decision, Verdict::Allow);
+    let decision = decide(&engine, &tool(json!({})));
+    assert_eq!(
+        decision.reasons[0].message,
+        "rate limit of 1 per 1m reached"
+    );
+}

@@ -1248,3 +1248,27 @@ fn a_regex_shared_by_capabilities_is_built_once_and_each_use_decides_and_fails_a
         .collect();
     assert_eq!(lines, expected, "{error:?}");
 }
+
+/// Found in review: `skill ""` and `capability ""` loaded (in both forms), and requests, grants
+/// and reasons then named nothing anyone could tell apart. A blank name is a compile error.
+#[test]
+fn an_empty_skill_or_capability_name_is_refused() {
+    let cap = "skill \"\" {\n  version \"1\"\n  capability \" \" {\n    resource http \"https://a.example.com/x\"\n    operations GET\n  }\n}\n";
+    let json = r#"{"skill": {"name": "", "version": "1"}, "capabilities": [
+        {"name": "", "resource": "https://a.example.com/x", "operations": ["GET"]}]}"#;
+    for (text, format) in [(cap, PolicyFormat::Cap), (json, PolicyFormat::Json)] {
+        let mut loader = PolicyLoader::new(capgate::Limits::DEFAULT);
+        loader.add_text("p", text.to_owned(), format, None);
+        let error = loader.finish().unwrap_err();
+        let messages: Vec<&str> = error
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            ["skill name is empty", "capability name is empty"],
+            "{format:?}"
+        );
+    }
+}

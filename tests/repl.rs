@@ -935,6 +935,55 @@ fn a_terminal_session_edits_completes_continues_blocks_and_keeps_history() {
     assert_contains(&saved, ":disasm notes r");
 }
 
+/// On a terminal, a line that leaves a `{` or `[` open shows the continuation prompt for the
+/// next one, a `:` command line ends the unfinished block (reported, then the command runs),
+/// and an echoed value is cut and its bidirectional controls escaped.
+#[test]
+fn a_terminal_shows_a_continuation_prompt_and_a_command_ends_the_block() {
+    let dir = temp_dir();
+    let history = dir.join("history");
+    let command = format!(
+        "{} repl --now 2026-12-01T15:00:00Z",
+        env!("CARGO_BIN_EXE_capgate")
+    );
+    let Some(mut terminal) = Terminal::start(&command, &[("CAPGATE_HISTORY", &history)]) else {
+        eprintln!("skipped: no `script` tool to run the repl on a pseudo-terminal");
+        return;
+    };
+    assert!(
+        terminal.wait_for(0, &["capgate> "]),
+        "no prompt:\n{}",
+        terminal.seen()
+    );
+    let from = terminal.seen().len();
+    for key in b"{\"skill\": \"mail\",\r" {
+        terminal.input.write_all(&[*key]).unwrap();
+        terminal.input.flush().unwrap();
+    }
+    assert!(
+        terminal.wait_for(from, &["     ... "]),
+        "no continuation prompt:\n{}",
+        terminal.seen()
+    );
+    assert!(
+        terminal.type_keys(b":time\r", "time 2026-12-01T15:00:00+00:00"),
+        "`:time` did not end the block:\n{}",
+        terminal.seen()
+    );
+    let long = format!("{{\"a\": \"\u{202e}{}\"}}", "x".repeat(400));
+    let keys = format!(":payload {long}\r");
+    assert!(
+        terminal.type_keys(keys.as_bytes(), "payload {\"a\":\"\\u{202e}xxx"),
+        "the echo was not escaped:\n{}",
+        terminal.seen()
+    );
+    let seen = terminal.seen();
+    let echo = seen.rsplit("payload {\"a\"").next().unwrap();
+    assert!(echo.contains("x…"), "the echo was not cut:\n{echo}");
+    let code = terminal.finish(b":quit\r");
+    assert_eq!(code, Some(0));
+}
+
 #[test]
 fn an_unwritable_history_file_does_not_fail_the_repl() {
     let dir = temp_dir();

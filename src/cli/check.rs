@@ -112,7 +112,7 @@ pub fn run(args: CheckArgs) -> u8 {
     let decision = engine(now).check(&request);
     match args.format {
         Format::Text => out!("{}", decision_text(&decision)),
-        Format::Json => match serde_json::to_string(&decision) {
+        Format::Json => match capgate::value::to_json_line(&decision) {
             Ok(json) => outln!("{json}"),
             Err(e) => {
                 eprintln!("error: cannot print the decision: {e}");

@@ -526,7 +526,7 @@ impl Engine {
         if gated.is_some() {
             for (index, limit) in capability.rate_limits.iter().enumerate() {
                 if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
-                    return rate_reason(capability, limit);
+                    return rate_reason(capability, limit, now);
                 }
             }
         }
@@ -606,7 +606,7 @@ impl Engine {
                     CommitRefusal::RateLimited { charge }
                     | CommitRefusal::DuplicateRateKey { charge } => {
                         if let Some(limit) = capability.rate_limits.get(charge) {
-                            return rate_reason(capability, limit);
+                            return rate_reason(capability, limit, now);
                         }
                         (ReasonKind::RateLimit, "rate limit reached".to_owned())
                     }
@@ -967,12 +967,29 @@ fn rate_spec(limit: &RateLimitSpec) -> RateSpec {
     }
 }
 
-fn rate_reason(capability: &CompiledCapability, limit: &RateLimitSpec) -> Step<'static> {
+/// The reason a rate limit refused a call at `now`: reached, or — for a sliding window, which
+/// counts only within 64-bit nanoseconds — a clock outside the range it supports (regression:
+/// a clock in the year 9999 said "rate limit reached" on the first call).
+fn rate_reason(
+    capability: &CompiledCapability,
+    limit: &RateLimitSpec,
+    now: DateTime<Utc>,
+) -> Step<'static> {
+    let message = if limit.burst.is_none() && !crate::runtime::window_counts_at(now) {
+        format!(
+            "the clock ({}) is outside the supported range of the rate limit of {} \
+             (1677-09-21 to 2262-04-11)",
+            now.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            limit.summary
+        )
+    } else {
+        format!("rate limit of {} reached", limit.summary)
+    };
     Step::Fails(Reason {
         capability: Some(capability.name.clone()),
         constraint: ReasonKind::RateLimit,
         path: None,
-        message: format!("rate limit of {} reached", limit.summary),
+        message,
         source: limit.location.as_ref().map(ToString::to_string),
     })
 }

@@ -72,6 +72,9 @@ pub enum PolicyFormat {
 pub struct PolicyLoader {
     sources: SourceMap,
     files: Vec<(PolicyFile, Option<PathBuf>)>,
+    /// Files a front end read only in part, with the spans of the errors it reported; they are
+    /// compiled for their errors only (`compile::check_partial`).
+    partial: Vec<(PolicyFile, Vec<Span>)>,
     diagnostics: Vec<Diagnostic>,
     limits: Limits,
     /// Skills loaded from `.capc` files, with the file each came from.
@@ -205,39 +208,47 @@ impl PolicyLoader {
             return;
         }
         let id: FileId = self.sources.add(name, text.as_str());
-        let parsed = match format {
-            PolicyFormat::Cap => crate::syntax::parse(id, &text).map_err(|errors| {
-                errors
+        // Each front end returns what it could read with its errors, so that the compiler checks
+        // the well-formed parts too and one pass lists every error (SPEC §7).
+        let (parsed, errors) = match format {
+            PolicyFormat::Cap => {
+                let (parsed, errors) = crate::syntax::parse_partial(id, &text);
+                let errors: Vec<_> = errors
                     .into_iter()
                     .map(|e| (e.span, e.message, e.help))
-                    .collect::<Vec<_>>()
-            }),
-            PolicyFormat::Json => crate::manifest::parse_manifest(id, &text).map_err(|errors| {
-                errors
+                    .collect();
+                (parsed, errors)
+            }
+            PolicyFormat::Json => {
+                let (parsed, errors) = crate::manifest::parse_manifest_partial(id, &text);
+                let errors: Vec<_> = errors
                     .into_iter()
                     .map(|e| (e.span, e.message, e.help))
-                    .collect::<Vec<_>>()
-            }),
+                    .collect();
+                (parsed, errors)
+            }
         };
-        match parsed {
-            Ok(mut file) => {
-                let base = path
-                    .as_ref()
-                    .and_then(|p| p.parent().map(Path::to_path_buf));
-                for skill in &mut file.skills {
-                    for capability in &mut skill.capabilities {
-                        for constraint in &mut capability.constraints {
-                            self.resolve_schema_files(constraint, base.as_deref());
-                        }
-                    }
-                }
-                self.files.push((file, path));
-            }
-            Err(errors) => {
-                for (span, message, help) in errors {
-                    self.diagnostic(span, message, help);
+        let reported: Vec<Span> = errors.iter().map(|(span, _, _)| *span).collect();
+        for (span, message, help) in errors {
+            self.diagnostic(span, message, help);
+        }
+        let Some(mut file) = parsed else {
+            return;
+        };
+        let base = path
+            .as_ref()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        for skill in &mut file.skills {
+            for capability in &mut skill.capabilities {
+                for constraint in &mut capability.constraints {
+                    self.resolve_schema_files(constraint, base.as_deref());
                 }
             }
+        }
+        if reported.is_empty() {
+            self.files.push((file, path));
+        } else {
+            self.partial.push((file, reported));
         }
     }
 
@@ -314,6 +325,9 @@ impl PolicyLoader {
             if files.is_empty() && self.compiled.is_empty() {
                 self.file_error("<policies>", "no policy files found".to_owned());
             }
+        }
+        for e in crate::compile::check_partial(&self.partial, &self.sources, &self.limits) {
+            self.diagnostic(e.span, e.message, e.help);
         }
         let compiled = crate::compile::compile_skills(&files, &self.sources, &self.limits);
         let compiled = compiled.map(|skills| self.join_compiled(skills));

@@ -106,6 +106,14 @@ impl RequestError {
 /// Why a request that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a request must be a JSON object";
 
+/// U+FEFF in UTF-8, which some editors write at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = "\u{feff}".as_bytes();
+
+/// Why a JSON text that starts with a byte-order mark is refused (RFC 8259 §8.1: JSON text
+/// must not begin with one).
+const STARTS_WITH_BOM: &str = "the JSON text starts with a byte-order mark (U+FEFF), which JSON \
+                               does not allow; save it as UTF-8 without a BOM";
+
 impl Request {
     /// A request with the required fields and everything else absent.
     pub fn new(
@@ -142,9 +150,16 @@ impl Request {
         // apply: refuse that form before it is read (regression: it was decided).
         let first = bytes
             .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-        if first != Some(&b'{') {
-            return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        let rest = first.and_then(|at| bytes.get(at..)).unwrap_or_default();
+        if rest.first() != Some(&b'{') {
+            // A byte-order mark is invisible in most editors: name it, not "not an object".
+            let message = if rest.starts_with(BYTE_ORDER_MARK) {
+                STARTS_WITH_BOM
+            } else {
+                NOT_AN_OBJECT
+            };
+            return Err(RequestError::Malformed(message.to_owned()));
         }
         // One pass from bytes to `Request`: serde_json's fixed recursion limit (which would count
         // the request object around the payload) is lifted, and every field that can nest
@@ -243,6 +258,9 @@ pub fn parse_strict_json(text: &str) -> Result<Value, String> {
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
 /// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
 pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
+    if text.as_bytes().starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     // From `&str`: serde_json's `StrRead` does not check the UTF-8 of each string again.
     parse_strict(serde_json::Deserializer::from_str(text), max_depth)
 }
@@ -250,6 +268,9 @@ pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, Stri
 /// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
 /// refused (outside strings any non-ASCII byte is already a syntax error).
 pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
+    if bytes.starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     parse_strict(serde_json::Deserializer::from_slice(bytes), max_depth)
 }
 

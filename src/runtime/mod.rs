@@ -28,7 +28,7 @@ pub use error::StateError;
 pub use grants::{
     GrantLifetime, GrantRefusal, GrantStatus, LifetimeBound, NewGrant, RefusalReason,
 };
-pub use rate::{MAX_WINDOW_COUNT, RateSpec};
+pub use rate::{MAX_WINDOW_COUNT, RateSpec, window_counts_at};
 pub use store::{
     Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, Revocation, SHARD_COUNT,
     StateStore,

@@ -49,6 +49,14 @@ pub enum RateSpec {
     },
 }
 
+/// True when a sliding window (`rateLimit N per T` without `burst`) can count a call at `at`:
+/// it stores instants as 64-bit nanoseconds since the Unix epoch, from 1677-09-21T00:12:43Z to
+/// 2262-04-11T23:47:16Z. Outside that range every call is refused (the window could not count
+/// it), and the engine says why instead of "rate limit reached".
+pub fn window_counts_at(at: DateTime<Utc>) -> bool {
+    i64::try_from(epoch_nanos(at)).is_ok()
+}
+
 /// Nanoseconds since the Unix epoch; exact for every instant chrono represents.
 pub(crate) fn epoch_nanos(at: DateTime<Utc>) -> i128 {
     i128::from(at.timestamp())
@@ -609,6 +617,20 @@ pub(crate) mod tests {
         assert!(state.admit(&bucket, BASE));
         assert!(matches!(state, RateState::Bucket(_)));
         assert!(!state.admit(&bucket, BASE));
+    }
+
+    #[test]
+    fn a_window_counts_within_64_bit_nanoseconds_only() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert!(window_counts_at(at("2026-12-01T15:00:00Z")));
+        assert!(window_counts_at(at("2262-04-11T23:47:16Z")));
+        assert!(!window_counts_at(at("2262-04-11T23:47:17Z")));
+        assert!(window_counts_at(at("1677-09-21T00:12:44Z")));
+        assert!(!window_counts_at(at("1677-09-21T00:12:43Z")));
+        assert!(!window_counts_at(at("9999-12-31T00:00:00Z")));
+        let limit = window(5, 60_000_000_000);
+        let mut state = RateState::new(&limit);
+        assert!(!state.admit(&limit, epoch_nanos(at("9999-12-31T00:00:00Z"))));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use capgate::Limits;
 use capgate::authoring::line_depth;
 use capgate::bounded::{ByteLimit, Line, LineReader, ReadError};
 
-use self::editor::ReplHelper;
+use self::editor::{Block, CONTINUATION, ReplHelper};
 use self::state::{Flow, Repl};
 use self::style::Style;
 use self::vocabulary::Vocabulary;
@@ -158,10 +158,8 @@ fn history_path() -> Option<PathBuf> {
 
 /// Edits input on a terminal with history, completion and multi-line blocks.
 fn interactive(repl: &mut Repl, vocabulary: Vocabulary, style: Style) -> u8 {
-    let config = Config::builder()
-        .auto_add_history(true)
-        .history_ignore_space(true)
-        .build();
+    // Each complete input (a whole block) is one history entry, added below.
+    let config = Config::builder().history_ignore_space(true).build();
     let mut editor: Editor<ReplHelper, _> = match Editor::with_config(config) {
         Ok(editor) => editor,
         Err(e) => {
@@ -176,16 +174,31 @@ fn interactive(repl: &mut Repl, vocabulary: Vocabulary, style: Style) -> u8 {
         // A missing or unreadable history is not an error.
         let _ = editor.load_history(path);
     }
-    loop {
-        match editor.readline(PROMPT) {
-            Ok(input) => {
-                if repl.handle(&input) == Flow::Quit {
-                    break;
+    let mut block = Block::default();
+    'read: loop {
+        let prompt = if block.is_open() {
+            CONTINUATION
+        } else {
+            PROMPT
+        };
+        match editor.readline(prompt) {
+            Ok(line) => {
+                for input in block.push(&line) {
+                    let _ = editor.add_history_entry(input.as_str());
+                    if repl.handle(&input) == Flow::Quit {
+                        break 'read;
+                    }
                 }
             }
-            // Ctrl-C abandons the input being typed, as in a shell.
-            Err(ReadlineError::Interrupted) => {}
-            Err(ReadlineError::Eof) => break,
+            // Ctrl-C abandons the input being typed, an open block included, as in a shell.
+            Err(ReadlineError::Interrupted) => block.abandon(),
+            Err(ReadlineError::Eof) => {
+                // End of input inside an open block: report it rather than drop it silently.
+                if let Some(unfinished) = block.take() {
+                    repl.handle(&unfinished);
+                }
+                break;
+            }
             Err(e) => {
                 eprintln!("error: cannot read input: {e}");
                 break;
