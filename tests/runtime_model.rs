@@ -94,11 +94,18 @@ struct ModelGrant {
     used: u64,
     valid_from: i128,
     revoked: bool,
+    /// A reload removed its capability after it was issued.
+    withdrawn: bool,
 }
 
 #[derive(Debug, Default)]
 struct Model {
     open: BTreeSet<String>,
+    /// How many transactions were ever begun, and when each open one was (by that count).
+    begun: u64,
+    opened_at: BTreeMap<String, u64>,
+    /// Per (skill, capability) withdrawn by a reload: how many transactions had been begun then.
+    withdrawn: BTreeMap<(String, String), u64>,
     grants: BTreeMap<String, ModelGrant>,
     revoked_skills: BTreeSet<String>,
     revoked_capabilities: BTreeSet<(String, String)>,
@@ -119,6 +126,8 @@ impl Model {
         if !self.open.insert(tx.to_owned()) {
             return Err(StateError::TransactionAlreadyOpen(tx.to_owned()));
         }
+        self.opened_at.insert(tx.to_owned(), self.begun);
+        self.begun += 1;
         Ok(())
     }
 
@@ -186,9 +195,31 @@ impl Model {
                 used: 0,
                 valid_from: now,
                 revoked: false,
+                withdrawn: false,
             },
         );
         Ok(())
+    }
+
+    /// A reload removed the capability: its grants so far, and its implicit grant in every
+    /// transaction begun so far, are void for good.
+    fn withdraw(&mut self, skill: &str, capability: &str) {
+        for grant in self.grants.values_mut() {
+            if grant.skill == skill && grant.capability == capability {
+                grant.withdrawn = true;
+            }
+        }
+        self.withdrawn
+            .insert((skill.to_owned(), capability.to_owned()), self.begun);
+    }
+
+    /// Whether the open transaction `tx` was begun before `capability` was last withdrawn.
+    fn withdrawn_in(&self, skill: &str, capability: &str, tx: &str) -> bool {
+        let key = (skill.to_owned(), capability.to_owned());
+        match (self.withdrawn.get(&key), self.opened_at.get(tx)) {
+            (Some(begun_then), Some(opened)) => opened < begun_then,
+            _ => false,
+        }
     }
 
     fn status(
@@ -209,6 +240,9 @@ impl Model {
         }
         if grant.revoked || self.is_revoked(skill, capability) {
             return refused(GrantRefusal::Revoked);
+        }
+        if grant.withdrawn {
+            return refused(GrantRefusal::CapabilityRemoved);
         }
         if let Some(bound) = &grant.transaction {
             if tx != Some(bound.as_str()) {
@@ -294,6 +328,9 @@ impl Model {
                 }
                 if !self.open.contains(tx) {
                     return Err(CommitRefusal::TransactionNotOpen);
+                }
+                if self.withdrawn_in(skill, capability, tx) {
+                    return Err(CommitRefusal::CapabilityRemoved);
                 }
             }
             Authority::Grant(GrantUse {
@@ -386,6 +423,9 @@ enum Op {
     RevokeCapability(usize, usize),
     LiftSkill(usize),
     LiftCapability(usize, usize),
+    /// A reload removed the capability (`StateStore::withdraw_capability`); a later issue is
+    /// the capability added back.
+    Withdraw(usize, usize),
     Approve(usize),
     Advance(u64),
     Back(u64),
@@ -457,6 +497,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::RevokeCapability(s, c)),
         1 => (0..2_usize).prop_map(Op::LiftSkill),
         1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::LiftCapability(s, c)),
+        1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::Withdraw(s, c)),
         1 => (0..2_usize).prop_map(Op::Approve),
         4 => (0..12_u64).prop_map(Op::Advance),
         1 => (0..12_u64).prop_map(Op::Back),
@@ -589,6 +630,12 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
                 .revoked_capabilities
                 .remove(&(SKILLS[s].to_owned(), CAPABILITIES[c].to_owned()))
         ),
+        Op::Withdraw(s, c) => {
+            store
+                .withdraw_capability(SKILLS[s], CAPABILITIES[c])
+                .unwrap();
+            model.withdraw(SKILLS[s], CAPABILITIES[c]);
+        }
         Op::Approve(s) => {
             store.approve(SKILLS[s]).unwrap();
             model.approved.insert(SKILLS[s].to_owned());

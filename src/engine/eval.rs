@@ -350,6 +350,16 @@ impl Engine {
         let mut renew = None;
         let mut grant_token: Option<&str> = None;
         if let Some(store) = &self.state {
+            if self.removal_unrecorded(store.as_ref(), &skill.name, &capability.name) {
+                return fail(
+                    ReasonKind::Grant,
+                    format!(
+                        "a reload removed capability {} and the state store has not recorded it \
+                         yet: its earlier grants cannot be told apart",
+                        quote(&capability.name)
+                    ),
+                );
+            }
             if store.is_revoked(&skill.name, &capability.name) {
                 return fail(
                     ReasonKind::Grant,
@@ -593,6 +603,15 @@ impl Engine {
                     CommitRefusal::Revoked => {
                         (ReasonKind::Grant, revoked_message(store, skill, capability))
                     }
+                    CommitRefusal::CapabilityRemoved => (
+                        ReasonKind::Grant,
+                        format!(
+                            "transaction {} was begun before a reload removed capability {}: \
+                             the capability's grant in it is void",
+                            quote(input.transaction.unwrap_or("")),
+                            quote(&capability.name)
+                        ),
+                    ),
                     CommitRefusal::TransactionNotOpen => (
                         ReasonKind::Lifetime,
                         format!(
@@ -904,6 +923,10 @@ fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
             format!("grant {token} was issued for another skill or capability"),
         ),
         GrantRefusal::Revoked => (ReasonKind::Grant, format!("grant {token} is revoked")),
+        GrantRefusal::CapabilityRemoved => (
+            ReasonKind::Grant,
+            format!("grant {token} is void: a reload removed its capability after it was issued"),
+        ),
         GrantRefusal::TransactionMismatch => (
             ReasonKind::Grant,
             format!("grant {token} is bound to a transaction the request does not name"),

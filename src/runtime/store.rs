@@ -110,6 +110,18 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     /// None for the in-memory store; a remote backend reports that it could not record it.
     fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, StateError>;
 
+    /// Records that a reload removed `capability` of `skill` from the policy: every grant issued
+    /// for it so far is refused from now on ([`GrantRefusal::CapabilityRemoved`]), and so is
+    /// its implicit grant in every transaction begun so far ([`CommitRefusal::CapabilityRemoved`]),
+    /// for good — adding the capability back revives none of them (SPEC §5.2). Grants issued
+    /// and transactions begun later are not affected. The engine calls it at each reload, for
+    /// each capability the reload removes.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it (the
+    /// engine then refuses every call to that capability until it is recorded).
+    fn withdraw_capability(&self, skill: &str, capability: &str) -> Result<(), StateError>;
+
     /// Whether the skill, or that capability of it, is revoked.
     fn is_revoked(&self, skill: &str, capability: &str) -> bool;
 
@@ -204,6 +216,9 @@ pub enum CommitRefusal {
     TransactionNotOpen,
     /// The grant may not be used.
     Grant(GrantRefusal),
+    /// A `transaction`-lifetime call in a transaction begun before a reload removed the
+    /// capability: its implicit grant there is dead for good (`grant`).
+    CapabilityRemoved,
     /// `rates[charge]` is full (`rateLimit`); also when its spec cannot be enforced or the
     /// instant is outside the range a window stores.
     RateLimited {
@@ -221,7 +236,7 @@ impl CommitRefusal {
     /// The deny reason this refusal maps to.
     pub fn reason(self) -> RefusalReason {
         match self {
-            CommitRefusal::Revoked => RefusalReason::Grant,
+            CommitRefusal::Revoked | CommitRefusal::CapabilityRemoved => RefusalReason::Grant,
             CommitRefusal::TransactionNotOpen => RefusalReason::Lifetime,
             CommitRefusal::Grant(refusal) => refusal.reason(),
             CommitRefusal::RateLimited { .. } | CommitRefusal::DuplicateRateKey { .. } => {
@@ -437,6 +452,11 @@ impl StateStore for InMemoryStore {
 
     fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, StateError> {
         Ok(self.write_registry().lift_capability(skill, capability))
+    }
+
+    fn withdraw_capability(&self, skill: &str, capability: &str) -> Result<(), StateError> {
+        self.write_registry().withdraw_capability(skill, capability);
+        Ok(())
     }
 
     fn is_revoked(&self, skill: &str, capability: &str) -> bool {
