@@ -2230,6 +2230,66 @@ fn rate_limit_by_path_keeps_one_window_per_value() {
 }
 
 #[test]
+fn rate_keys_of_other_limits_capabilities_and_skills_are_apart() {
+    // The same `by` value under another limit index, capability or skill is another key: the
+    // hash covers the skill, capability and index before the value.
+    let cap = r#"
+skill "s" {
+  version "1"
+  capability "a" { resource tool "a" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id
+    rateLimit 1 per hour burst 1 by agent.id }
+  capability "b" { resource tool "b" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id }
+}
+skill "s2" {
+  version "1"
+  capability "a" { resource tool "a" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id }
+}"#;
+    let (engine, _clock) = stateful(cap);
+    let call = |skill: &str, tool: &str| {
+        json!({"skill": skill, "operation": "call", "resource": format!("tool:{tool}"),
+               "agent": {"id": "x"}, "payload": {}})
+    };
+    for (skill, tool) in [("s", "a"), ("s", "b"), ("s2", "a")] {
+        assert_allow(&decide(&engine, &call(skill, tool)));
+        assert_deny(&decide(&engine, &call(skill, tool)), ReasonKind::RateLimit);
+    }
+}
+
+#[test]
+fn replicas_sharing_a_rate_key_secret_share_their_keys() {
+    // Engines on one store count a caller under one key only if they hash with the same secret:
+    // the secret comes from a file every replica reads, never from the process.
+    let cap = rate_skill("1 per hour by payload.user");
+    let store = Arc::new(InMemoryStore::new());
+    let replica = |secret: &[u8]| {
+        Engine::builder(load(&cap))
+            .clock(Arc::new(SimulatedClock::new(at(T0))))
+            .state(store.clone())
+            .rate_key_secret(secret)
+            .unwrap()
+            .build()
+    };
+    let (a, b) = (replica(b"0123456789abcdef"), replica(b"0123456789abcdef"));
+    let call = tool(json!({"ok": true, "user": "u"}));
+    assert_allow(&decide(&a, &call));
+    assert_deny(&decide(&b, &call), ReasonKind::RateLimit);
+    // Another secret, or none, is another key space.
+    assert_allow(&decide(&replica(b"fedcba9876543210"), &call));
+    let unkeyed = Engine::builder(load(&cap))
+        .clock(Arc::new(SimulatedClock::new(at(T0))))
+        .state(store.clone())
+        .build();
+    assert_allow(&decide(&unkeyed, &call));
+    // A secret too short to be one (an empty file, say) is refused.
+    let short = Engine::builder(load(&cap)).rate_key_secret(b"short");
+    let message = short.unwrap_err().to_string();
+    assert!(message.contains("at least 16 bytes"), "{message}");
+}
+
+#[test]
 fn several_rate_limits_are_consumed_together_or_not_at_all() {
     let cap = r#"
 skill "s" {
@@ -2713,7 +2773,7 @@ impl capgate::runtime::StateStore for ForgetfulStore {
     }
     fn rate_would_allow(
         &self,
-        key: &[u8],
+        key: &capgate::runtime::RateKey,
         spec: &capgate::runtime::RateSpec,
         now: DateTime<Utc>,
     ) -> bool {

@@ -37,6 +37,7 @@ use crate::name::Name;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 use crate::tape::Tape;
+use rate_key::RateKeys;
 use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
@@ -162,7 +163,14 @@ pub enum EngineError {
     /// The state store refused.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A rate-key secret shorter than [`MIN_RATE_KEY_SECRET_BYTES`].
+    #[error("a rate-key secret needs at least {MIN_RATE_KEY_SECRET_BYTES} bytes, found {0}")]
+    #[diagnostic(help("use 32 random bytes, in a file every replica reads"))]
+    RateKeySecretTooShort(usize),
 }
+
+/// The fewest bytes a rate-key secret may have ([`EngineBuilder::rate_key_secret`]).
+pub const MIN_RATE_KEY_SECRET_BYTES: usize = 16;
 
 /// How an engine is put together.
 #[derive(Debug)]
@@ -173,6 +181,7 @@ pub struct EngineBuilder {
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    rate_keys: RateKeys,
 }
 
 impl EngineBuilder {
@@ -207,6 +216,23 @@ impl EngineBuilder {
         self
     }
 
+    /// Keys rate limits with HMAC-SHA-256 under `secret` instead of plain SHA-256, so that
+    /// callers cannot compute which `by` values share a key. Read the secret from a file that
+    /// every replica on the same state store shares: replicas with different secrets (or a
+    /// secret made up per process) count one caller under different keys, each with a full
+    /// limit.
+    ///
+    /// # Errors
+    /// [`EngineError::RateKeySecretTooShort`] for a secret of fewer than
+    /// [`MIN_RATE_KEY_SECRET_BYTES`] bytes (an empty file, say).
+    pub fn rate_key_secret(mut self, secret: &[u8]) -> Result<Self, EngineError> {
+        if secret.len() < MIN_RATE_KEY_SECRET_BYTES {
+            return Err(EngineError::RateKeySecretTooShort(secret.len()));
+        }
+        self.rate_keys = RateKeys::keyed(secret);
+        Ok(self)
+    }
+
     /// Builds the engine.
     pub fn build(self) -> Engine {
         let policy = PolicySet::new(self.policy);
@@ -224,6 +250,7 @@ impl EngineBuilder {
             audit: self.audit,
             limits: self.limits,
             observe: self.observe,
+            rate_keys: self.rate_keys,
             next_grant: AtomicU64::new(1),
             unrecorded_removals: Mutex::new(Vec::new()),
             any_unrecorded_removal: AtomicBool::new(false),
@@ -315,6 +342,8 @@ pub struct Engine {
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    /// How rate-limit keys are hashed.
+    rate_keys: RateKeys,
     next_grant: AtomicU64,
     /// Capabilities a reload removed that the state store could not record as withdrawn
     /// ([`StateStore::withdraw_capability`]): retried at every reload and at every call to one
@@ -334,6 +363,7 @@ impl Engine {
             audit: None,
             limits: Limits::DEFAULT,
             observe: false,
+            rate_keys: RateKeys::unkeyed(),
         }
     }
 

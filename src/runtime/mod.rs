@@ -30,6 +30,6 @@ pub use grants::{
 };
 pub use rate::{MAX_WINDOW_COUNT, RateSpec};
 pub use store::{
-    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, Revocation, SHARD_COUNT,
-    StateStore,
+    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, RateKey, Revocation,
+    SHARD_COUNT, StateStore,
 };
