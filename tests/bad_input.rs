@@ -139,6 +139,7 @@ fn lower_depth_limit_is_honoured() {
             max_payload_depth: 3,
             ..Limits::DEFAULT
         })
+        .unwrap()
         .build();
     let ok = engine.check_slice(with_payload(&format!(r#"{{"d":{}}}"#, nested(2))).as_bytes());
     assert_eq!(ok.decision, Verdict::Allow, "{ok:#?}");

@@ -772,7 +772,7 @@ fn pinned_refusal<'r, J: Json<'r>>(
 }
 
 /// Most rate limits one capability may declare (the compiler enforces it).
-pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
+pub use crate::limits::MAX_RATE_LIMITS;
 
 /// An allow, carrying copies of the interned names (see [`crate::name`]).
 #[inline]

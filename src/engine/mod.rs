@@ -163,6 +163,9 @@ pub enum EngineError {
     /// The state store refused.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A [`Limits`] field is above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
     /// A rate-key secret shorter than [`MIN_RATE_KEY_SECRET_BYTES`].
     #[error("a rate-key secret needs at least {MIN_RATE_KEY_SECRET_BYTES} bytes, found {0}")]
     #[diagnostic(help("use 32 random bytes, in a file every replica reads"))]
@@ -205,9 +208,14 @@ impl EngineBuilder {
     }
 
     /// Uses these limits (default: [`Limits::DEFAULT`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
+    ///
+    /// # Errors
+    /// [`EngineError::Limits`] if a field is above its fixed bound ([`Limits::check`]): the
+    /// engine could not enforce it as set.
+    pub fn limits(mut self, limits: Limits) -> Result<Self, EngineError> {
+        limits.check()?;
         self.limits = limits;
-        self
+        Ok(self)
     }
 
     /// Observe mode: decide as usual but return allow, with the real decision in `observed`.

@@ -282,8 +282,8 @@ impl CommitRefusal {
 pub const SHARD_COUNT: usize = 64;
 
 /// How many charges of one commit are kept without allocating: as many rate limits as a
-/// capability may have (`compile::MAX_RATE_LIMITS`).
-const INLINE_CHARGES: usize = 16;
+/// capability may have.
+const INLINE_CHARGES: usize = crate::limits::MAX_RATE_LIMITS;
 
 /// What revokes a capability ([`StateStore::revocation`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -356,12 +356,14 @@ impl InMemoryStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Checks that every charge would get a slot, without consuming any.
+    /// Checks that every charge would get a slot, without consuming any. A slot missing for a
+    /// charge refuses it: a shorter `slots` must not check fewer limits.
     fn check_rates(
         slots: &[Option<Slot<'_>>],
         rates: &[RateCharge],
         now: i128,
     ) -> Result<(), CommitRefusal> {
+        unpaired(slots, rates)?;
         for (charge, (rate, slot)) in rates.iter().zip(slots).enumerate() {
             let refused = CommitRefusal::RateLimited { charge };
             let limit = rate.spec.limit().ok_or(refused)?;
@@ -384,6 +386,7 @@ impl InMemoryStore {
         rates: &[RateCharge],
         now: i128,
     ) -> Result<(), CommitRefusal> {
+        unpaired(slots, rates)?;
         let mut refused = None;
         for (charge, (rate, slot)) in rates.iter().zip(slots).enumerate() {
             let admitted = match (rate.spec.limit(), slot.as_deref_mut()) {
@@ -414,6 +417,19 @@ impl fmt::Debug for InMemoryStore {
             .field("grants", &self.grant_count())
             .field("rate_keys", &self.rate_key_count())
             .finish_non_exhaustive()
+    }
+}
+
+/// Refuses charges and per-charge space of unequal lengths (a broken invariant of the callers):
+/// zipped, they would check and consume only the shorter's worth of limits. The first charge
+/// without its pair is the one refused (fail closed).
+fn unpaired<T>(space: &[T], rates: &[RateCharge]) -> Result<(), CommitRefusal> {
+    if space.len() == rates.len() {
+        Ok(())
+    } else {
+        Err(CommitRefusal::RateLimited {
+            charge: space.len().min(rates.len()),
+        })
     }
 }
 
@@ -611,6 +627,11 @@ impl InMemoryStore {
             slots,
             inserted,
         } = scratch;
+        // Every per-charge slice pairs with the charges one to one, or nothing is charged.
+        unpaired(hashes, commit.rates)?;
+        unpaired(cells, commit.rates)?;
+        unpaired(slots, commit.rates)?;
+        unpaired(inserted, commit.rates)?;
         for (hash, rate) in hashes.iter_mut().zip(commit.rates) {
             *hash = self.rates.hash(&rate.key);
         }
@@ -865,6 +886,55 @@ mod tests {
         store.commit(&process_commit(&rates), at(0)).unwrap();
         assert!(store.commit(&process_commit(&rates), at(0)).is_err());
         assert_eq!(store.rate_key_count(), 200);
+    }
+
+    /// Issue 40, item 10: the charges of a commit were zipped with their per-charge space, so
+    /// space one charge short would have checked and consumed one limit fewer and allowed the
+    /// call. Unequal lengths now refuse the charge left without its pair.
+    #[test]
+    fn regression_charges_without_their_per_charge_space_are_refused_not_skipped() {
+        let store = InMemoryStore::new();
+        let rates = [
+            RateCharge {
+                key: rk(b"a"),
+                spec: WINDOW,
+            },
+            RateCharge {
+                key: rk(b"b"),
+                spec: FULL,
+            },
+        ];
+        let refused = Err(CommitRefusal::RateLimited { charge: 1 });
+        let guard = store.rates.guard();
+        // The whole commit, with space for one charge of two.
+        let commit = process_commit(&rates);
+        let (mut hashes, mut cells, mut slots, mut inserted) = ([0], [None], [None], [false]);
+        let scratch = Scratch {
+            hashes: &mut hashes,
+            cells: &mut cells,
+            slots: &mut slots,
+            inserted: &mut inserted,
+        };
+        assert_eq!(
+            store.commit_charges(&commit, at(0), &guard, scratch),
+            refused
+        );
+        assert_eq!(store.rate_key_count(), 0);
+        // The checks alone, with the first charge's state locked and admitting.
+        let first = &rates[..1];
+        let hashes = [store.rates.hash(&first[0].key)];
+        let (mut cells, mut slots, mut inserted) = ([None], [None], [false]);
+        store.rates.lock(
+            &guard,
+            first,
+            &hashes,
+            &mut cells,
+            &mut slots,
+            &mut inserted,
+        );
+        assert_eq!(InMemoryStore::check_rates(&slots, first, 0), Ok(()));
+        assert_eq!(InMemoryStore::check_rates(&slots, &rates, 0), refused);
+        assert_eq!(InMemoryStore::consume_rates(&mut slots, &rates, 0), refused);
     }
 
     #[test]
