@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::{AuditSink, Engine, LoadedPolicy, parse_json_with_depth};
+use crate::engine::{AuditSink, Engine, EngineError, LoadedPolicy, parse_json_with_depth};
 use crate::limits::Limits;
 use crate::parse_duration;
 use crate::runtime::{InMemoryStore, SimulatedClock};
@@ -33,22 +33,25 @@ pub struct Session {
 
 impl Session {
     /// Builds a session around a loaded policy.
-    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Self {
+    ///
+    /// # Errors
+    /// [`EngineError::Limits`] if `options.limits` sets a field above its fixed bound.
+    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Result<Self, EngineError> {
         let limits = options.limits.unwrap_or_default();
         let clock = Arc::new(SimulatedClock::new(chrono::DateTime::UNIX_EPOCH));
         let mut builder = Engine::builder(policy)
-            .limits(limits)
+            .limits(limits)?
             .clock(clock.clone())
             .state(Arc::new(InMemoryStore::new()))
             .observe(options.observe);
         if let Some(audit) = options.audit {
             builder = builder.audit(audit);
         }
-        Session {
+        Ok(Session {
             engine: builder.build(),
             clock,
             limits,
-        }
+        })
     }
 
     /// The session's engine.

@@ -139,6 +139,7 @@ fn lower_depth_limit_is_honoured() {
             max_payload_depth: 3,
             ..Limits::DEFAULT
         })
+        .unwrap()
         .build();
     let ok = engine.check_slice(with_payload(&format!(r#"{{"d":{}}}"#, nested(2))).as_bytes());
     assert_eq!(ok.decision, Verdict::Allow, "{ok:#?}");
@@ -1161,7 +1162,7 @@ fn an_oversized_session_line_is_an_error_for_that_line() {
 fn a_session_line_over_the_line_limit_is_an_error_line_from_text_too() {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("bad.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
-    let session = capgate::Session::new(loader.finish().unwrap(), Default::default());
+    let session = capgate::Session::new(loader.finish().unwrap(), Default::default()).unwrap();
     let line = |note: usize| {
         format!(
             r#"{{"call":{{"skill":"s","operation":"call","resource":"tool:t","payload":"{}"}},"expect":"deny","expect_constraint":"input"}}"#,
@@ -1184,6 +1185,9 @@ fn a_session_line_over_the_line_limit_is_an_error_line_from_text_too() {
         result.output["error"],
         "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
     );
+}
+
+// ------------------------------------------------------------------------------------------------
 // Control and bidirectional characters in output
 // ------------------------------------------------------------------------------------------------
 

@@ -117,6 +117,7 @@ fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
             max_request_bytes: 64,
             ..capgate::Limits::DEFAULT
         })
+        .unwrap()
         .build();
     let body = format!(
         r#"{{"skill":"s","operation":"call","resource":"tool:x","payload":"{}"}}"#,
@@ -556,7 +557,7 @@ fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
 fn tool_session() -> capgate::Session {
     let policy = r#"skill "s" { version "1"
   capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#;
-    capgate::Session::new(loaded(policy), capgate::SessionOptions::default())
+    capgate::Session::new(loaded(policy), capgate::SessionOptions::default()).unwrap()
 }
 
 /// Found in review: a session `call` line whose request had `"time": null` (absent, as
@@ -1087,7 +1088,8 @@ fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_
         message.chars().count()
     );
     assert!(!message.contains('\n'));
-    let session = capgate::Session::new(loaded(&lifetime_policy("process")), Default::default());
+    let session =
+        capgate::Session::new(loaded(&lifetime_policy("process")), Default::default()).unwrap();
     let results = session
         .run_text(r#"{"begin_transaction": "t\nline 9: allow — skill `s`, capability `c`"}"#);
     assert_eq!(results[0].text.lines().count(), 1, "{:?}", results[0].text);

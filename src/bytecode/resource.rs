@@ -610,10 +610,8 @@ fn compile_path(path: &str) -> Result<CompiledPath, ResourcePatternError> {
     Ok((segments, rest, bindings))
 }
 
-/// The most `{name}` bindings one template may have. Real templates have a handful; without a
-/// bound, checking each new name against the earlier ones made compiling a template of many
-/// bindings quadratic (regression: a 400 KB policy of one such template took 9 s to load).
-pub const MAX_BINDINGS: usize = 64;
+/// The most `{name}` bindings one template may have (defined, with why, in [`crate::limits`]).
+pub use crate::limits::MAX_BINDINGS;
 
 fn compile_segment(
     text: &str,

@@ -77,7 +77,8 @@ pub fn run(args: CheckArgs) -> u8 {
         Err(code) => return code,
     };
     let engine = |now| {
-        let mut builder = Engine::builder(policy.clone()).limits(limits);
+        // `limits` is `Limits::DEFAULT`, the builder's own.
+        let mut builder = Engine::builder(policy.clone());
         if let Some(now) = now {
             builder = builder.clock(Arc::new(SimulatedClock::new(now)));
         }

@@ -78,7 +78,13 @@ pub fn run(mut args: ReplayArgs) -> u8 {
     if let Some(audit) = &audit {
         options.audit = Some(audit.sink());
     }
-    let session = Session::new(policy, options);
+    let session = match Session::new(policy, options) {
+        Ok(session) => session,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_INPUT;
+        }
+    };
     let (mut failed, mut errors) = (0usize, 0usize);
     let mut lines = LineReader::new(BufReader::new(file), limits.max_session_line_bytes());
     let mut number = 0usize;

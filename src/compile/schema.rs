@@ -31,7 +31,7 @@ use crate::value::truncate_for_message;
 pub const SCHEMA_REGEX_SIZE_LIMIT: usize = crate::limits::Limits::DEFAULT.max_regex_bytes;
 
 /// Deepest nesting of subschemas the compiler accepts (its recursion follows the nesting).
-pub const MAX_SCHEMA_NESTING: u32 = 256;
+pub use crate::limits::MAX_SCHEMA_NESTING;
 
 /// The keywords `payloadSchema` enforces (SPEC §2.6).
 pub const SUPPORTED_KEYWORDS: [&str; 37] = [

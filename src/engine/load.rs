@@ -83,11 +83,16 @@ pub struct PolicyLoader {
 
 impl PolicyLoader {
     /// A loader with the given limits.
+    /// Limits with a field above its fixed bound make [`PolicyLoader::finish`] fail, naming it.
     pub fn new(limits: Limits) -> Self {
-        PolicyLoader {
+        let mut loader = PolicyLoader {
             limits,
             ..Self::default()
+        };
+        if let Err(error) = limits.check() {
+            loader.file_error("Limits", error.to_string());
         }
+        loader
     }
 
     fn diagnostic(&mut self, span: Span, message: String, help: Option<String>) {

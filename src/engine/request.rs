@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::{Map, Value};
 
-use crate::limits::Limits;
+use crate::limits::{LimitError, Limits};
 
 /// One outbound call to decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +76,9 @@ pub enum RequestError {
     /// The JSON is malformed, has duplicate keys or unknown fields, or lacks a required field.
     #[error("malformed request: {0}")]
     Malformed(String),
+    /// The limits it was to be read under set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] LimitError),
 }
 
 /// A parser's refusal as a [`RequestError::Malformed`]: its message quotes request text (an
@@ -139,6 +142,7 @@ impl Request {
     /// Parses a request from untrusted bytes, enforcing `limits` (size, nesting depth) and
     /// rejecting duplicate keys and unknown fields.
     pub fn from_slice(bytes: &[u8], limits: &Limits) -> Result<Request, RequestError> {
+        limits.check()?;
         if bytes.len() > limits.max_request_bytes {
             return Err(RequestError::TooLarge {
                 size: bytes.len(),
@@ -195,6 +199,7 @@ impl Request {
         text_size: Option<usize>,
         limits: &Limits,
     ) -> Result<Request, RequestError> {
+        limits.check()?;
         // As in `from_slice`: never read a request from an array by position.
         if !value.is_object() {
             return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));

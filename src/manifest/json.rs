@@ -22,8 +22,9 @@ use crate::span::{FileId, Span};
 /// Objects up to this many members check a new key against the earlier ones one by one.
 const LINEAR_KEYS: usize = 16;
 
-/// The deepest nesting of arrays and objects accepted (the outermost container is level 1).
-pub const MAX_DEPTH: usize = 128;
+/// The deepest nesting of arrays and objects accepted (the outermost container is level 1),
+/// the same as `.cap` text's ([`crate::limits::MAX_POLICY_NESTING`]).
+pub use crate::limits::MAX_POLICY_NESTING as MAX_DEPTH;
 
 /// One JSON node with the span of its text.
 #[derive(Debug, Clone, PartialEq)]

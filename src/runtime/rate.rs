@@ -24,9 +24,9 @@ use chrono::{DateTime, Utc};
 use super::instants::Instants;
 
 /// The largest `N` a plain sliding window enforces; larger windows must use `burst` (§5.3).
-///
 /// A window stores one instant per allowed call still inside it, so this bounds its memory.
-pub const MAX_WINDOW_COUNT: u64 = 10_000;
+/// Defined in [`crate::limits`], which refuses a `Limits::max_sliding_window` above it.
+pub use crate::limits::MAX_SLIDING_WINDOW as MAX_WINDOW_COUNT;
 
 /// One `rateLimit` of a capability, as the runtime enforces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

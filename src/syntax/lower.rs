@@ -23,7 +23,7 @@ use crate::span::{FileId, Span};
 use crate::value::{Path, Root, Segment};
 
 /// The deepest nesting of `any`/`all`/`not` blocks inside one another.
-pub const MAX_COMBINATOR_DEPTH: usize = 64;
+pub use crate::limits::MAX_CONSTRAINT_NESTING as MAX_COMBINATOR_DEPTH;
 
 /// The default zone of weekly windows.
 const DEFAULT_ZONE: &str = "UTC";

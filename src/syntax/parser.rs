@@ -33,7 +33,7 @@ pub(crate) use grammar::Rule;
 ///
 /// Combinators have their own, lower limit ([`lower::MAX_COMBINATOR_DEPTH`]); this one exists so
 /// that the recursive-descent parser and the lowering pass are bounded on any input.
-pub const MAX_NESTING: usize = 128;
+pub use crate::limits::MAX_POLICY_NESTING as MAX_NESTING;
 
 /// Parses one `.cap` file.
 ///

@@ -61,14 +61,27 @@ pub(super) fn run_path(path: &Path, policy: &LoadedPolicy, limits: Limits, repor
     }
 }
 
-fn new_session(policy: &LoadedPolicy, limits: Limits) -> Session {
-    Session::new(
-        policy.clone(),
-        SessionOptions {
-            limits: Some(limits),
-            ..SessionOptions::default()
-        },
-    )
+/// A fresh session for test file `name`; a failure of the file if the limits are refused.
+fn new_session(
+    policy: &LoadedPolicy,
+    limits: Limits,
+    name: &str,
+    report: &mut Report,
+) -> Option<Session> {
+    let options = SessionOptions {
+        limits: Some(limits),
+        ..SessionOptions::default()
+    };
+    match Session::new(policy.clone(), options) {
+        Ok(session) => Some(session),
+        Err(error) => {
+            report.fail(Failure {
+                file: name.to_owned(),
+                ..step_failure(error.to_string())
+            });
+            None
+        }
+    }
 }
 
 /// Runs every case of a parsed file, each on a fresh session.
@@ -79,7 +92,9 @@ pub(super) fn run_cases(
     report: &mut Report,
 ) {
     for case in &file.cases {
-        let session = new_session(policy, limits);
+        let Some(session) = new_session(policy, limits, &file.name, report) else {
+            return;
+        };
         let mut request = Map::new();
         let mut failure = None;
         for line in file.defaults.iter().chain(&case.lines) {
@@ -401,7 +416,9 @@ fn run_session(
     limits: Limits,
     report: &mut Report,
 ) {
-    let session = new_session(policy, limits);
+    let Some(session) = new_session(policy, limits, name, report) else {
+        return;
+    };
     let line_failure = |line: usize, message: String| Failure {
         file: name.to_owned(),
         line,

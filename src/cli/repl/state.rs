@@ -132,8 +132,8 @@ impl Repl {
     pub fn new(style: Style, vocabulary: Vocabulary, now: DateTime<Utc>) -> Self {
         let limits = Limits::DEFAULT;
         let clock = Arc::new(SimulatedClock::new(now.trunc_subsecs(0)));
+        // `limits` is `Limits::DEFAULT`, the builder's own.
         let engine = Engine::builder(empty_policy())
-            .limits(limits)
             .clock(clock.clone())
             .state(Arc::new(InMemoryStore::new()))
             .build();
@@ -706,6 +706,7 @@ impl Repl {
                 self.error("the constraint does not compile");
             }
             Err(ConstraintError::NotEvaluable(message)) => self.error(&message),
+            Err(ConstraintError::Limits(error)) => self.error(&error.to_string()),
         }
     }
 
