@@ -910,14 +910,22 @@ fn sparse(dir: &std::path::Path, name: &str, bytes: u64) -> PathBuf {
 }
 
 /// Standard error with the diagnostic renderer's line wrapping undone: lines joined by one
-/// space, each without its indentation and `│` gutter.
+/// space (none after a line that the wrap broke after a hyphen), each without its indentation
+/// and `│` gutter.
 fn unwrapped_stderr(output: &Output) -> String {
     let text = stderr(output);
-    let lines: Vec<&str> = text
+    let mut joined = String::new();
+    for line in text
         .lines()
         .map(|line| line.trim_start().trim_start_matches('│').trim())
-        .collect();
-    lines.join(" ")
+    {
+        // The wrap breaks after a hyphen (`4194304-` / `byte limit`) or at a space.
+        if !joined.is_empty() && !joined.ends_with('-') {
+            joined.push(' ');
+        }
+        joined.push_str(line);
+    }
+    joined
 }
 
 #[track_caller]
