@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod authoring;
+pub mod bounded;
 pub mod bytecode;
 mod bytes;
 pub mod compile;

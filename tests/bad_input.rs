@@ -140,6 +140,7 @@ fn lower_depth_limit_is_honoured() {
             max_payload_depth: 3,
             ..Limits::DEFAULT
         })
+        .unwrap()
         .build();
     let ok = engine.check_slice(with_payload(&format!(r#"{{"d":{}}}"#, nested(2))).as_bytes());
     assert_eq!(ok.decision, Verdict::Allow, "{ok:#?}");
@@ -302,6 +303,44 @@ fn autonomy_out_of_range_or_not_an_integer_is_denied_with_input() {
             r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{autonomy}}}"#
         );
         assert_eq!(decide(&text).decision, Verdict::Allow, "{autonomy}");
+    }
+}
+
+/// `autonomy` must be "an integer in 0..=100", and a JSON number with no fraction is that
+/// integer however it is written: `80.0` and `8e1` are 80 on the tape path and the strict path
+/// alike (`check_slice`, `check_value`); `80.5` is refused.
+#[test]
+fn autonomy_written_as_a_whole_float_is_that_integer() {
+    let engine = engine();
+    for (autonomy, allowed) in [
+        ("80.0", true),
+        ("8e1", true),
+        ("-0.0", true),
+        ("80.5", false),
+    ] {
+        let text = format!(
+            r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{autonomy}}}"#
+        );
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for decision in [
+            engine.check_slice(text.as_bytes()),
+            engine.check_value(value),
+        ] {
+            if allowed {
+                assert_eq!(
+                    decision.decision,
+                    Verdict::Allow,
+                    "{autonomy}: {decision:#?}"
+                );
+            } else {
+                assert_input_deny(&decision);
+                assert!(
+                    decision.reasons[0]
+                        .message
+                        .contains("must be an integer in 0..=100")
+                );
+            }
+        }
     }
 }
 
@@ -525,6 +564,44 @@ fn cli_check_non_utf8_and_huge_requests_are_input_errors() {
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("limit"), "{}", stderr(&output));
+}
+
+/// A request that starts with U+FEFF (which some editors write unseen) is refused with a reason
+/// that names the byte-order mark, by the library and by `capgate check`, not "must be a JSON
+/// object".
+#[test]
+fn a_bom_prefixed_request_names_the_byte_order_mark() {
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend_from_slice(with_payload("1").as_bytes());
+    let decision = decide_bytes(&bytes);
+    assert_input_deny(&decision);
+    assert!(
+        decision.reasons[0]
+            .message
+            .contains("byte-order mark (U+FEFF)"),
+        "{decision:#?}"
+    );
+    let value = capgate::parse_strict_json(&String::from_utf8(bytes.clone()).unwrap());
+    assert!(value.unwrap_err().contains("byte-order mark"));
+
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let request = write(&dir, "bom.json", &bytes);
+    let args = [
+        "check",
+        "-p",
+        policy.to_str().unwrap(),
+        "-r",
+        request.to_str().unwrap(),
+    ];
+    let output = capgate(&args, b"");
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("byte-order mark"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -813,6 +890,7 @@ fn case_engine(limits: Limits) -> Engine {
     loader.add_text("case.cap", CASE_POLICY.to_owned(), PolicyFormat::Cap, None);
     Engine::builder(loader.finish().unwrap())
         .limits(limits)
+        .unwrap()
         .clock(Arc::new(SimulatedClock::new(
             capgate::parse_timestamp("2026-12-01T10:00:00Z").unwrap(),
         )))
@@ -1358,5 +1436,550 @@ proptest::proptest! {
         let decision = decide_everywhere(&engine, &text);
         assert_case_refusal(&decision);
         proptest::prop_assert_eq!(engine.check_slice_tape_only(text.as_bytes()), Some(decision));
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Every input read within its limit (issue 40, items 5 and 6)
+
+/// The address space a capped run of the binary gets (`ulimit -v`, in KiB): room for the
+/// program and its limits, far less than the inputs below, which read whole would abort it.
+#[cfg(unix)]
+const CAPPED_KIB: u32 = 128 * 1024;
+
+/// `capgate ARGS` under `ulimit -v CAPPED_KIB`, standard input from `stdin`; killed (and the test
+/// failed) if it has not finished within a minute, so a reader that blocks or never stops
+/// cannot hang the suite.
+#[cfg(unix)]
+fn capgate_capped(args: &[&str], stdin: Stdio) -> Output {
+    let script = format!("ulimit -v {CAPPED_KIB} && exec \"$0\" \"$@\"");
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_capgate"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish_within_a_minute(child)
+}
+
+#[cfg(unix)]
+fn finish_within_a_minute(mut child: std::process::Child) -> Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("capgate did not finish within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Makes a FIFO at `dir/name`.
+#[cfg(unix)]
+fn fifo(dir: &std::path::Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let made = Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+    path
+}
+
+/// Writes zeros into the FIFO at `path` until its reader goes away.
+#[cfg(unix)]
+fn endless_writer(path: PathBuf) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let Ok(mut fifo) = std::fs::OpenOptions::new().write(true).open(&path) else {
+            return;
+        };
+        let zeros = vec![0u8; 1 << 16];
+        while fifo.write_all(&zeros).is_ok() {}
+    })
+}
+
+/// A file of `bytes` bytes that takes no disk space: reading it whole would take minutes and
+/// more memory than a capped run has.
+fn sparse(dir: &std::path::Path, name: &str, bytes: u64) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(bytes)
+        .unwrap();
+    path
+}
+
+/// Standard error with the diagnostic renderer's line wrapping undone: lines joined by one
+/// space (none after a line that the wrap broke after a hyphen), each without its indentation
+/// and `│` gutter.
+fn unwrapped_stderr(output: &Output) -> String {
+    let text = stderr(output);
+    let mut joined = String::new();
+    for line in text
+        .lines()
+        .map(|line| line.trim_start().trim_start_matches('│').trim())
+    {
+        // The wrap breaks after a hyphen (`4194304-` / `byte limit`) or at a space.
+        if !joined.is_empty() && !joined.ends_with('-') {
+            joined.push(' ');
+        }
+        joined.push_str(line);
+    }
+    joined
+}
+
+#[track_caller]
+fn assert_refused_over(output: &Output, limit: &str) {
+    assert_no_panic(output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert!(
+        unwrapped_stderr(output).contains(limit),
+        "{}",
+        stderr(output)
+    );
+}
+
+/// Found by a hostile tester: `check -r FILE`, `-r -` and standard input read everything before
+/// the size limit, so `/dev/zero` exhausted memory. They now read one byte past the limit at most.
+#[cfg(unix)]
+#[test]
+fn check_stops_reading_a_request_at_the_limit() {
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let policy = policy.to_str().unwrap();
+    let over = "is larger than the 1048576-byte limit (`Limits::max_request_bytes`)";
+    let zero = || Stdio::from(std::fs::File::open("/dev/zero").unwrap());
+    let output = capgate_capped(&["check", "-p", policy, "-r", "/dev/zero"], Stdio::null());
+    assert_refused_over(&output, over);
+    let output = capgate_capped(&["check", "-p", policy, "-r", "-"], zero());
+    assert_refused_over(&output, over);
+    let output = capgate_capped(&["check", "-p", policy], zero());
+    assert_refused_over(&output, over);
+    let pipe = fifo(&dir, "request.json");
+    let writer = endless_writer(pipe.clone());
+    let output = capgate_capped(
+        &["check", "-p", policy, "-r", pipe.to_str().unwrap()],
+        Stdio::null(),
+    );
+    assert_refused_over(&output, over);
+    writer.join().unwrap();
+    // The refusal is audited like any other input refusal.
+    let audit = dir.join("audit.jsonl");
+    let output = capgate_capped(
+        &["check", "-p", policy, "--audit", audit.to_str().unwrap()],
+        zero(),
+    );
+    assert_refused_over(&output, over);
+    let record = std::fs::read_to_string(&audit).unwrap();
+    assert!(record.contains(r#""constraint":"input""#), "{record}");
+    assert!(record.contains(over), "{record}");
+}
+
+/// A policy, a schema file, a `.capc` and a `.json` found in a directory over
+/// `max_policy_file_bytes` are refused from their size, before they are read (each file here is
+/// a terabyte, sparse); a policy on a FIFO is read one byte past the limit and no further.
+#[cfg(unix)]
+#[test]
+fn a_policy_file_over_the_limit_is_refused_without_reading_it_all() {
+    let dir = temp_dir();
+    let over = "is larger than the 4194304-byte limit (`Limits::max_policy_file_bytes`)";
+    let request = with_payload(r#"{"n":1}"#);
+    for name in ["big.cap", "big.json", "big.capc"] {
+        let path = sparse(&dir, name, 1 << 40);
+        let output = capgate_capped(&["check", "-p", path.to_str().unwrap()], Stdio::null());
+        assert_refused_over(&output, over);
+        assert!(stderr(&output).contains(name), "{}", stderr(&output));
+    }
+    // A `.json` file in a directory is looked into to see whether it is a manifest: an
+    // oversized one is loaded, so the limit is what is reported.
+    let walked = dir.join("walked");
+    std::fs::create_dir_all(&walked).unwrap();
+    write(&walked, "p.cap", POLICY);
+    sparse(&walked, "data.json", 1 << 40);
+    let output = capgate_capped(&["check", "-p", walked.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    // A schema file.
+    let schema_dir = dir.join("schema");
+    std::fs::create_dir_all(&schema_dir).unwrap();
+    sparse(&schema_dir, "payload.json", 1 << 40);
+    let with_schema = POLICY.replace(
+        "justification \"bad input tests\"",
+        "justification \"bad input tests\"\n    payloadSchema file \"payload.json\"",
+    );
+    let policy = write(&schema_dir, "p.cap", with_schema);
+    let output = capgate_capped(&["check", "-p", policy.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    assert!(
+        unwrapped_stderr(&output).contains("schema file `"),
+        "{}",
+        stderr(&output)
+    );
+    // A policy named explicitly on a FIFO that never ends.
+    let pipe = fifo(&dir, "endless.cap");
+    let writer = endless_writer(pipe.clone());
+    let output = capgate_capped(&["check", "-p", pipe.to_str().unwrap()], Stdio::null());
+    assert_refused_over(&output, over);
+    writer.join().unwrap();
+    // Within the limit, the same policy loads.
+    let policy = write(&dir, "p.cap", POLICY);
+    let output = capgate(
+        &["check", "-p", policy.to_str().unwrap()],
+        request.as_bytes(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `-p DIR` (and `capgate test DIR`, `capgate fmt DIR`) opens only regular files: a FIFO, or a
+/// symlink to one, among the policies is an error that names it, and is never opened (opening
+/// it would block the run). A symlink to a regular file is followed.
+#[cfg(unix)]
+#[test]
+fn policy_dir_refuses_what_is_not_a_regular_file_without_opening_it() {
+    let dir = temp_dir();
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    write(&policies, "p.cap", POLICY);
+    let elsewhere = write(
+        &dir,
+        "other.cap",
+        POLICY.replace("skill \"s\"", "skill \"other\""),
+    );
+    std::os::unix::fs::symlink(&elsewhere, policies.join("linked.cap")).unwrap();
+    let pipe = fifo(&policies, "pipe.cap");
+    let _json = fifo(&policies, "pipe.json");
+    std::os::unix::fs::symlink(&pipe, policies.join("to-pipe.cap")).unwrap();
+    let request = br#"{"skill":"other","operation":"call","resource":"tool:t"}"#;
+    let run = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_capgate"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let _ = child.stdin.take().unwrap().write_all(request);
+        }
+        finish_within_a_minute(child)
+    };
+    let output = run(&["check", "-p", policies.to_str().unwrap()]);
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    for name in ["pipe.cap", "pipe.json", "to-pipe.cap"] {
+        let message = format!("{name}` is a FIFO, not a regular file");
+        assert!(
+            unwrapped_stderr(&output).contains(&message),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = run(&["fmt", "--check", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("pipe.cap` is a FIFO, not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+    // Without them the directory loads, the linked policy with it.
+    for name in ["pipe.cap", "pipe.json", "to-pipe.cap"] {
+        std::fs::remove_file(policies.join(name)).unwrap();
+    }
+    let output = run(&["check", "-p", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // A test file that is a FIFO is an error of `capgate test`, not a hang.
+    write(
+        &policies,
+        "p.captest",
+        "[case one]\nskill = \"s\"\noperation = \"call\"\nresource = \"tool:t\"\nexpect allow\n",
+    );
+    fifo(&policies, "pipe.captest");
+    let output = run(&["test", policies.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("pipe.captest` is a FIFO, not a regular file"),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+/// Found by a hostile tester: `replay` read a 56 MB session line whole into a `Value` before the
+/// size check, and the allocation failure aborted the process. A line over
+/// `Limits::max_session_line_bytes` is now an error for that line, dropped as it is read (here
+/// 200 MB on a pipe, under a 128 MiB address-space cap), and the next line still runs.
+#[cfg(unix)]
+#[test]
+fn an_oversized_session_line_is_an_error_for_that_line() {
+    let dir = temp_dir();
+    let policy = write(&dir, "p.cap", POLICY);
+    let script = format!("ulimit -v {CAPPED_KIB} && exec \"$0\" \"$@\"");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_capgate"))
+        .args(["replay", "-p", policy.to_str().unwrap(), "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        // Errors are ignored: a reader that died is what the assertions below report.
+        let head = br#"{"call":{"skill":"s","operation":"call","resource":"tool:t","payload":""#;
+        let _ = input.write_all(head);
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..200 {
+            let _ = input.write_all(&chunk);
+        }
+        let _ = input.write_all(b"\"}}\n");
+        let next =
+            br#"{"call":{"skill":"s","operation":"call","resource":"tool:t"},"expect":"allow"}"#;
+        let _ = input.write_all(next);
+        let _ = input.write_all(b"\n");
+    });
+    let output = finish_within_a_minute(child);
+    writer.join().unwrap();
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let lines: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&output));
+    assert_eq!(lines[0]["line"], 1);
+    assert_eq!(
+        lines[0]["error"],
+        "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
+    );
+    assert_eq!(lines[1]["line"], 2);
+    assert_eq!(lines[1]["decision"], "allow");
+    assert!(
+        stderr(&output).contains("1 session line(s) could not be run"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// The same limit holds for a line given to `Session::run_line` as text; a call over the request
+/// limit on a line within the line limit is still decided (a deny with reason `input`).
+#[test]
+fn a_session_line_over_the_line_limit_is_an_error_line_from_text_too() {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("bad.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
+    let session = capgate::Session::new(loader.finish().unwrap(), Default::default()).unwrap();
+    let line = |note: usize| {
+        format!(
+            r#"{{"call":{{"skill":"s","operation":"call","resource":"tool:t","payload":"{}"}},"expect":"deny","expect_constraint":"input"}}"#,
+            "a".repeat(note)
+        )
+    };
+    let limit = Limits::DEFAULT.max_session_line_bytes();
+    let within = line(limit - 200);
+    assert!(within.len() <= limit);
+    let result = session.run_line(&within, 1);
+    assert!(
+        !result.error && !result.failed_expectation,
+        "{}",
+        result.text
+    );
+    let over = line(limit);
+    let result = session.run_line(&over, 2);
+    assert!(result.error, "{}", result.text);
+    assert_eq!(
+        result.output["error"],
+        "the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
+// Control and bidirectional characters in output
+// ------------------------------------------------------------------------------------------------
+
+/// True for a character no output may hold raw (`capgate::value::is_hidden`) other than the
+/// line breaks and tabs of text laid out in lines.
+fn raw_hidden(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| capgate::value::is_hidden(*c) && !matches!(c, '\n' | '\t'))
+        .collect()
+}
+
+/// A policy whose literals, regex and locator carry `text` (written as a JSON string, so control
+/// characters arrive escaped and bidi controls raw).
+fn policy_quoting(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap();
+    format!(
+        "skill \"s\" {{\n  version \"1\"\n  capability \"c\" {{\n    resource tool \"t\"\n    operations call\n    lifetime process\n    justification \"bidi\"\n    fieldEquals payload.a in [{quoted}, \"x\"]\n    fieldEquals payload[{quoted}] == {quoted}\n  }}\n}}\n"
+    )
+}
+
+/// Every output a decision and a policy make: the decision's text and reasons, and the
+/// disassembly.
+fn outputs(text: &str) -> Vec<String> {
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("b.cap", policy_quoting(text), PolicyFormat::Cap, None);
+    let loaded = loader.finish().unwrap();
+    let listing =
+        capgate::bytecode::disasm::disassemble(loaded.skills[0].capabilities[0].program.program());
+    let engine = Engine::builder(loaded)
+        .state(Arc::new(InMemoryStore::new()))
+        .build();
+    let request = serde_json::json!({
+        "skill": "s", "operation": "call", "resource": "tool:t",
+        "payload": { "a": text, text: [text] }
+    });
+    let mut out = vec![listing];
+    for decision in [
+        engine.check_slice(request.to_string().as_bytes()),
+        engine.check_value(request.clone()),
+        engine
+            .check_value(serde_json::json!({ "skill": text, "operation": text, "resource": text })),
+        engine.check_value(
+            serde_json::json!({ "skill": "s", "operation": "call", "resource": "tool:t", text: 1 }),
+        ),
+    ] {
+        out.push(decision.to_text());
+        out.extend(decision.reasons.iter().map(|r| r.message.clone()));
+        out.extend(decision.reasons.iter().filter_map(|r| r.path.clone()));
+    }
+    out
+}
+
+#[test]
+fn bidi_controls_are_escaped_in_every_output() {
+    let text = "a\u{202e}b\u{2066}c\u{1b}[2J\u{200f}d\u{61c}";
+    for output in outputs(text) {
+        assert_eq!(raw_hidden(&output), [], "{output}");
+    }
+    // The command line: a policy error (message and source snippet), `disasm`, and a decision.
+    let dir = temp_dir();
+    let bad = write(
+        &dir,
+        "bad.cap",
+        policy_quoting(text).replace(
+            "fieldEquals payload.a",
+            "fieldMatches payload.a ~ /(\u{202e}/\n    fieldEquals payload.a",
+        ),
+    );
+    let output = capgate(&["check", "-p", bad.to_str().unwrap()], b"{}");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("\\u{202e}"), "{}", stderr(&output));
+    assert_eq!(raw_hidden(&stderr(&output)), [], "{}", stderr(&output));
+    let output = capgate(
+        &[
+            "--error-format",
+            "json",
+            "check",
+            "-p",
+            bad.to_str().unwrap(),
+        ],
+        b"{}",
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let good = write(&dir, "good.cap", policy_quoting(text));
+    let output = capgate(&["disasm", good.to_str().unwrap()], b"");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\\u{202e}"), "{}", stdout(&output));
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let request = serde_json::json!({
+        "skill": "s", "operation": "call", "resource": "tool:t", "payload": { "a": text }
+    });
+    let output = capgate(
+        &["check", "-p", good.to_str().unwrap()],
+        request.to_string().as_bytes(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    // JSON lines write them as `\uXXXX` escapes: the same value, nothing raw on the terminal.
+    let request = serde_json::json!({
+        "skill": text, "operation": "call", "resource": "tool:t", "payload": { "a": text }
+    });
+    let output = capgate(
+        &["check", "-p", good.to_str().unwrap(), "--format", "json"],
+        request.to_string().as_bytes(),
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    let decision: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(decision["skill"], text);
+    let session = write(
+        &dir,
+        "s.jsonl",
+        format!("{}\n", serde_json::json!({ "call": request })),
+    );
+    let output = capgate(
+        &[
+            "replay",
+            "-p",
+            good.to_str().unwrap(),
+            session.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        stdout(&output).contains(r#""skill":"a\u202eb"#),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    // A failing test's report quotes the case name and the request.
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    write(&suite, "good.cap", policy_quoting(text));
+    write(
+        &suite,
+        "b.captest",
+        format!(
+            "[case {text}]\nskill = {}\noperation = \"call\"\nresource = \"tool:t\"\nexpect allow\n",
+            serde_json::to_string(text).unwrap()
+        ),
+    );
+    let output = capgate(&["test", suite.to_str().unwrap()], b"");
+    assert!(
+        stdout(&output).contains("[case a\\u{202e}b"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(raw_hidden(&stdout(&output)), [], "{}", stdout(&output));
+    assert_eq!(raw_hidden(&stderr(&output)), [], "{}", stderr(&output));
+}
+
+/// Any mix of text and control or bidi characters.
+fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        prop_oneof![
+            "[a-z]{0,3}",
+            proptest::char::ranges(
+                vec![
+                    '\u{1}'..='\u{1f}',
+                    '\u{7f}'..='\u{9f}',
+                    '\u{2028}'..='\u{2029}',
+                    '\u{202a}'..='\u{202e}',
+                    '\u{2066}'..='\u{2069}',
+                    '\u{200e}'..='\u{200f}',
+                    '\u{61c}'..='\u{61c}',
+                ]
+                .into()
+            )
+            .prop_map(String::from),
+        ],
+        1..12,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #[test]
+    fn no_output_holds_a_raw_control_or_bidi_character(text in hostile_text()) {
+        for output in outputs(&text) {
+            proptest::prop_assert_eq!(raw_hidden(&output), Vec::<char>::new(), "{}", output);
+        }
     }
 }

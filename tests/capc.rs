@@ -93,9 +93,12 @@ fn every_session_decides_the_same_from_capc_as_from_source() {
     assert!(sessions.len() >= 6, "expected the bundled sessions");
     for path in sessions {
         let text = std::fs::read_to_string(&path).unwrap();
-        let from_source = Session::new(load_sources(), SessionOptions::default()).run_text(&text);
-        let from_capc =
-            Session::new(load_bytes(&bytes).unwrap(), SessionOptions::default()).run_text(&text);
+        let from_source = Session::new(load_sources(), SessionOptions::default())
+            .unwrap()
+            .run_text(&text);
+        let from_capc = Session::new(load_bytes(&bytes).unwrap(), SessionOptions::default())
+            .unwrap()
+            .run_text(&text);
         assert_eq!(from_source.len(), from_capc.len(), "{}", path.display());
         for (a, b) in from_source.iter().zip(&from_capc) {
             assert_eq!(a, b, "{}", path.display());

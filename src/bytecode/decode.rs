@@ -54,9 +54,7 @@ use crate::name::Name;
 use crate::span::Location;
 use crate::value::Segment;
 
-/// Most rate limits one capability may hold: the compiler's `compile::MAX_RATE_LIMITS`
-/// (pinned equal by a test).
-const MAX_RATE_LIMITS: usize = 16;
+use crate::limits::MAX_RATE_LIMITS;
 
 /// Highest risk score (`risk 0..=100`).
 const MAX_AUTONOMY: u8 = 100;
@@ -141,6 +139,9 @@ pub enum CapcError {
     /// A policy could not be written.
     #[error("cannot write a `.capc` file: {0}")]
     Encode(String),
+    /// The limits to load under set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
 }
 
 impl CapcError {
@@ -153,6 +154,7 @@ impl CapcError {
 /// with every index checked, rebuilds regexes, templates and windows under `limits`, and
 /// verifies every program. All or nothing: the first problem rejects the whole file.
 pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CompiledPolicy, CapcError> {
+    limits.check()?;
     let mut header = Reader::new(bytes, 0);
     if header.take(MAGIC.len(), "the magic bytes").ok() != Some(MAGIC.as_slice()) {
         return Err(CapcError::BadMagic);
@@ -1092,11 +1094,6 @@ fn in_place_cycle(nodes: &[SchemaNode]) -> Option<SchemaNodeId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn copied_limits_equal_the_compiler_limits() {
-        assert_eq!(MAX_RATE_LIMITS, crate::compile::MAX_RATE_LIMITS);
-    }
 
     #[test]
     fn an_in_place_ref_cycle_is_found() {

@@ -134,7 +134,9 @@ pub fn disassemble_plan(plan: Option<&Plan>) -> String {
     }
 }
 
-/// Renders a program's checks and code.
+/// Renders a program's checks and code. Policy text in it (regexes, literals, paths, file
+/// names) has its control and bidirectional characters escaped (`value::is_hidden`): a reviewer
+/// reads the listing in the order it runs.
 pub fn disassemble(program: &Program) -> String {
     let mut out = String::new();
     if !program.checks.is_empty() {
@@ -158,5 +160,8 @@ pub fn disassemble(program: &Program) -> String {
         let padded = format!("{:<72}{location}", line.trim_end());
         let _ = writeln!(out, "{}", padded.trim_end());
     }
-    out
+    match crate::value::escape_controls_in_lines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
 }

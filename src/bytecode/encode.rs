@@ -56,7 +56,7 @@ pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The deepest JSON literal (constant, set member, schema `enum`/`const`) a file may hold. The
 /// decoder recurses once per level, so this bounds its stack use on hostile input.
-pub const MAX_VALUE_DEPTH: usize = 512;
+pub use crate::limits::MAX_LITERAL_DEPTH as MAX_VALUE_DEPTH;
 
 /// The 64-bit FNV-1a hash: the body checksum. It detects corruption and truncation, not
 /// tampering: a `.capc` file is as trusted as the policy source it was compiled from.

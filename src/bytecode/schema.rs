@@ -19,14 +19,12 @@ use serde_json::{Number, Value};
 
 use super::matcher::Matcher;
 
-/// Default cap on nested subschema evaluations (each evaluated subschema is one level).
-/// A payload at the 128-level nesting limit (SPEC §7) leaves room for four subschemas per
-/// payload level; the bound also keeps the recursion well inside a 2 MiB thread stack.
-pub const DEFAULT_SCHEMA_DEPTH_LIMIT: u32 = 512;
-
-/// Default cap on the work of one validation: subschema evaluations plus `uniqueItems`
-/// comparisons. Exceeding it makes the instance invalid (fail closed).
-pub const DEFAULT_SCHEMA_STEP_LIMIT: u64 = 1 << 22;
+/// Caps on nested subschema evaluations and on the work of one validation (defined, with why,
+/// in [`crate::limits`]).
+pub use crate::limits::{
+    SCHEMA_DEPTH_LIMIT as DEFAULT_SCHEMA_DEPTH_LIMIT,
+    SCHEMA_STEP_LIMIT as DEFAULT_SCHEMA_STEP_LIMIT,
+};
 
 /// Index of a node in a [`SchemaProgram`]'s arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

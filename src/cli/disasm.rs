@@ -6,6 +6,7 @@ use clap::Args;
 
 use capgate::Limits;
 use capgate::bytecode::disasm::{disassemble, disassemble_plan};
+use capgate::value::escape_controls;
 
 use super::{EXIT_OK, load_policies};
 
@@ -23,25 +24,33 @@ pub fn run(args: DisasmArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
+    // Names, locators and verbs are policy text: escaped as the listing is.
+    let shown = |text: &str| escape_controls(text).into_owned();
     for skill in &policy.skills {
-        outln!("skill `{}` (revision {:016x})", skill.name, skill.revision);
+        outln!(
+            "skill `{}` (revision {:016x})",
+            shown(&skill.name),
+            skill.revision
+        );
         for capability in &skill.capabilities {
             outln!(
                 "\ncapability `{}`: {} {} [{}]",
-                capability.name,
+                shown(&capability.name),
                 capability.resource.kind().name(),
-                capability.resource.locator(),
-                capability
-                    .operations
-                    .iter()
-                    .map(|o| &**o)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                shown(capability.resource.locator()),
+                shown(
+                    &capability
+                        .operations
+                        .iter()
+                        .map(|o| &**o)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             );
             out!("{}", disassemble(capability.program.program()));
             out!("{}", disassemble_plan(capability.program.plan()));
             for limit in &capability.rate_limits {
-                outln!("  then  rateLimit {}", limit.summary);
+                outln!("  then  rateLimit {}", shown(&limit.summary));
             }
         }
         outln!();

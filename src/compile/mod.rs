@@ -25,7 +25,7 @@ use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
 use crate::limits::Limits;
 use crate::name::Name;
-use crate::span::SourceMap;
+use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{PolicyFile, Skill};
 
 /// Compiles every skill of every file; skill names must be unique across the set.
@@ -52,9 +52,14 @@ pub fn compile_skills(
                 continue;
             }
             seen.insert(&skill.name.node, skill.name.span);
-            if let Some(compiled) =
-                compile_skill_sharing(skill, sources, limits, &mut errors, &mut matchers)
-            {
+            if let Some(compiled) = compile_skill_sharing(
+                skill,
+                sources,
+                limits,
+                &mut errors,
+                &mut matchers,
+                Reported::NONE,
+            ) {
                 skills.push(compiled);
             }
         }
@@ -73,7 +78,71 @@ pub fn compile_skill(
     limits: &Limits,
     errors: &mut Vec<CompileError>,
 ) -> Option<CompiledSkill> {
-    compile_skill_sharing(skill, sources, limits, errors, &mut MatcherCache::default())
+    compile_skill_sharing(
+        skill,
+        sources,
+        limits,
+        errors,
+        &mut MatcherCache::default(),
+        Reported::NONE,
+    )
+}
+
+/// Checks files that a front end could read only in part (`parse_partial`,
+/// `parse_manifest_partial`) and returns their compile errors — regexes, schemas, zones, risk,
+/// verbs — so that a load lists them with the front end's errors, not after those are fixed
+/// (SPEC §7). Each file comes with the spans of the errors its front end reported: where one
+/// lies inside a skill or capability, the checks that need a whole field there (a missing
+/// `resource`, `version` or `operations`, the justification a write verb requires, a blank or
+/// repeated name) stay quiet, since that field may be the malformed one the front end dropped.
+pub fn check_partial(
+    files: &[(PolicyFile, Vec<Span>)],
+    sources: &SourceMap,
+    limits: &Limits,
+) -> Vec<CompileError> {
+    let mut errors = Vec::new();
+    let mut matchers = MatcherCache::default();
+    for (file, reported) in files {
+        for skill in &file.skills {
+            compile_skill_sharing(
+                skill,
+                sources,
+                limits,
+                &mut errors,
+                &mut matchers,
+                Reported(reported),
+            );
+        }
+    }
+    errors
+}
+
+/// The spans of the errors a front end reported in a file it read only in part (see
+/// [`check_partial`]); empty for a file read whole.
+#[derive(Debug, Clone, Copy)]
+struct Reported<'a>(&'a [Span]);
+
+impl Reported<'_> {
+    const NONE: Reported<'static> = Reported(&[]);
+
+    /// True when a reported error lies inside `span`.
+    fn within(self, span: Span) -> bool {
+        self.0
+            .iter()
+            .any(|e| e.file == span.file && e.start >= span.start && e.end <= span.end)
+    }
+
+    /// True when a reported error lies in the skill's header: inside the skill, outside every
+    /// capability.
+    fn in_header(self, skill: &Skill) -> bool {
+        self.0.iter().any(|e| {
+            Reported(std::slice::from_ref(e)).within(skill.span)
+                && !skill
+                    .capabilities
+                    .iter()
+                    .any(|c| Reported(std::slice::from_ref(e)).within(c.span))
+        })
+    }
 }
 
 /// [`compile_skill`], building regexes through `matchers`, shared with the other skills of the
@@ -84,8 +153,13 @@ fn compile_skill_sharing(
     limits: &Limits,
     errors: &mut Vec<CompileError>,
     matchers: &mut MatcherCache,
+    reported: Reported<'_>,
 ) -> Option<CompiledSkill> {
     let before = errors.len();
+    let whole_header = !reported.in_header(skill);
+    if skill.name.node.trim().is_empty() && !reported.within(skill.name.span) {
+        errors.push(blank_name("skill", skill.name.span));
+    }
     let version = match &skill.version {
         Some(v) if !v.node.trim().is_empty() => v.node.clone(),
         Some(v) => {
@@ -93,11 +167,13 @@ fn compile_skill_sharing(
             String::new()
         }
         None => {
-            errors.push(check::missing(
-                skill.name.span,
-                "version",
-                "version \"1.0.0\"",
-            ));
+            if whole_header {
+                errors.push(check::missing(
+                    skill.name.span,
+                    "version",
+                    "version \"1.0.0\"",
+                ));
+            }
             String::new()
         }
     };
@@ -121,7 +197,12 @@ fn compile_skill_sharing(
     let mut names: HashMap<&str, crate::span::Span> = HashMap::new();
     let mut capabilities = Vec::new();
     for capability in &skill.capabilities {
-        if let Some(first) = names.get(capability.name.node.as_str()) {
+        // A capability the front end reported an error in may lack a field it wrote.
+        let whole = !reported.within(capability.span);
+        if capability.name.node.trim().is_empty() && whole {
+            errors.push(blank_name("capability", capability.name.span));
+        }
+        if let (Some(first), true) = (names.get(capability.name.node.as_str()), whole) {
             errors.push(
                 CompileError::new(
                     capability.name.span,
@@ -137,11 +218,13 @@ fn compile_skill_sharing(
         names.insert(&capability.name.node, capability.name.span);
         let pattern = match &capability.resource {
             None => {
-                errors.push(check::missing(
-                    capability.name.span,
-                    "resource",
-                    "resource http \"https://host/path\"",
-                ));
+                if whole {
+                    errors.push(check::missing(
+                        capability.name.span,
+                        "resource",
+                        "resource http \"https://host/path\"",
+                    ));
+                }
                 None
             }
             Some(resource) => {
@@ -160,16 +243,20 @@ fn compile_skill_sharing(
         };
         let kind = capability.resource.as_ref().map(|r| r.node.kind);
         if capability.operations.is_empty() {
-            errors.push(check::missing(
-                capability.name.span,
-                "operations",
-                "operations GET",
-            ));
+            if whole {
+                errors.push(check::missing(
+                    capability.name.span,
+                    "operations",
+                    "operations GET",
+                ));
+            }
         } else if let Some(kind) = kind {
             check::check_operations(kind, &capability.operations, errors);
         }
         let lifetime = check::check_lifetime(capability.lifetime.as_ref(), errors);
-        check::check_justification(capability, kind, errors);
+        if whole {
+            check::check_justification(capability, kind, errors);
+        }
         let required_autonomy = capability
             .risk
             .as_ref()
@@ -216,6 +303,14 @@ fn compile_skill_sharing(
         revision: revision(skill),
         capabilities,
     })
+}
+
+/// A skill or capability named `""` (or only spaces): requests, grants, revocations and reasons
+/// name it, and nobody can tell it apart there.
+fn blank_name(what: &str, span: Span) -> CompileError {
+    CompileError::new(span, format!("{what} name is empty")).with_help(format!(
+        "give the {what} a name: requests, grants and deny reasons name it"
+    ))
 }
 
 /// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest (compact,

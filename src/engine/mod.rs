@@ -19,8 +19,8 @@ mod view;
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
@@ -37,6 +37,7 @@ use crate::name::Name;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 use crate::tape::{Repeats, Tape};
+use rate_key::RateKeys;
 use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
@@ -162,7 +163,17 @@ pub enum EngineError {
     /// The state store refused.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A [`Limits`] field is above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
+    /// A rate-key secret shorter than [`MIN_RATE_KEY_SECRET_BYTES`].
+    #[error("a rate-key secret needs at least {MIN_RATE_KEY_SECRET_BYTES} bytes, found {0}")]
+    #[diagnostic(help("use 32 random bytes, in a file every replica reads"))]
+    RateKeySecretTooShort(usize),
 }
+
+/// The fewest bytes a rate-key secret may have ([`EngineBuilder::rate_key_secret`]).
+pub const MIN_RATE_KEY_SECRET_BYTES: usize = 16;
 
 /// How an engine is put together.
 #[derive(Debug)]
@@ -173,6 +184,7 @@ pub struct EngineBuilder {
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    rate_keys: RateKeys,
 }
 
 impl EngineBuilder {
@@ -196,15 +208,37 @@ impl EngineBuilder {
     }
 
     /// Uses these limits (default: [`Limits::DEFAULT`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
+    ///
+    /// # Errors
+    /// [`EngineError::Limits`] if a field is above its fixed bound ([`Limits::check`]): the
+    /// engine could not enforce it as set.
+    pub fn limits(mut self, limits: Limits) -> Result<Self, EngineError> {
+        limits.check()?;
         self.limits = limits;
-        self
+        Ok(self)
     }
 
     /// Observe mode: decide as usual but return allow, with the real decision in `observed`.
     pub fn observe(mut self, observe: bool) -> Self {
         self.observe = observe;
         self
+    }
+
+    /// Keys rate limits with HMAC-SHA-256 under `secret` instead of plain SHA-256, so that
+    /// callers cannot compute which `by` values share a key. Read the secret from a file that
+    /// every replica on the same state store shares: replicas with different secrets (or a
+    /// secret made up per process) count one caller under different keys, each with a full
+    /// limit.
+    ///
+    /// # Errors
+    /// [`EngineError::RateKeySecretTooShort`] for a secret of fewer than
+    /// [`MIN_RATE_KEY_SECRET_BYTES`] bytes (an empty file, say).
+    pub fn rate_key_secret(mut self, secret: &[u8]) -> Result<Self, EngineError> {
+        if secret.len() < MIN_RATE_KEY_SECRET_BYTES {
+            return Err(EngineError::RateKeySecretTooShort(secret.len()));
+        }
+        self.rate_keys = RateKeys::keyed(secret);
+        Ok(self)
     }
 
     /// Builds the engine.
@@ -224,7 +258,10 @@ impl EngineBuilder {
             audit: self.audit,
             limits: self.limits,
             observe: self.observe,
+            rate_keys: self.rate_keys,
             next_grant: AtomicU64::new(1),
+            unrecorded_removals: Mutex::new(Vec::new()),
+            any_unrecorded_removal: AtomicBool::new(false),
         }
     }
 }
@@ -259,6 +296,20 @@ impl Named {
     }
 }
 
+/// The (skill, capability) pairs of `old` that `new` lacks.
+fn removed_capabilities(old: &PolicySet, new: &PolicySet) -> Vec<(Name, Name)> {
+    let mut removed = Vec::new();
+    for skill in old.skills() {
+        let kept = new.skill(&skill.name);
+        for capability in &skill.capabilities {
+            if kept.is_none_or(|kept| kept.capability(&capability.name).is_none()) {
+                removed.push((skill.name.clone(), capability.name.clone()));
+            }
+        }
+    }
+    removed
+}
+
 /// Every engine's identity, for the per-thread policy snapshots.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -289,14 +340,25 @@ pub struct Engine {
     // reads `policy` sees a policy at least as new as the one current when `g` was published.
     generation: AtomicU64,
     policy: RwLock<Arc<PolicySet>>,
-    /// Every revision of every skill ever loaded, for grants pinned to an older one.
+    /// Every revision of every skill ever loaded, for grants pinned to an older one. Its write
+    /// lock is held through a whole reload, its read lock through a grant's issue: a grant is
+    /// issued either before a reload withdraws its capability (and is withdrawn with it) or
+    /// under the policy that reload installed.
     history: RwLock<RevisionHistory>,
     clock: Arc<dyn Clock>,
     state: Option<Arc<dyn StateStore>>,
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    /// How rate-limit keys are hashed.
+    rate_keys: RateKeys,
     next_grant: AtomicU64,
+    /// Capabilities a reload removed that the state store could not record as withdrawn
+    /// ([`StateStore::withdraw_capability`]): retried at every reload and at every call to one
+    /// of them, which is refused until then (its old grants cannot be told from new ones).
+    unrecorded_removals: Mutex<Vec<(Name, Name)>>,
+    /// Whether `unrecorded_removals` may be non-empty, so calls skip its lock when it is not.
+    any_unrecorded_removal: AtomicBool,
 }
 
 impl Engine {
@@ -309,6 +371,7 @@ impl Engine {
             audit: None,
             limits: Limits::DEFAULT,
             observe: false,
+            rate_keys: RateKeys::unkeyed(),
         }
     }
 
@@ -331,18 +394,78 @@ impl Engine {
     }
 
     /// Replaces the policy. Grants issued under the old one stay pinned to it: they are honoured
-    /// only where both the old and the new capability allow. Revocations survive reloads.
+    /// only where both the old and the new capability allow. A capability the new policy lacks
+    /// is withdrawn in the state store: its grants so far stay void even if a later reload adds
+    /// it back (SPEC §5.2). Revocations survive reloads.
     pub fn reload(&self, policy: LoadedPolicy) {
         let policy = PolicySet::new(policy);
-        {
-            let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
-            for skill in &policy.skills {
-                history.insert((skill.name.clone(), skill.revision), skill.clone());
-            }
+        // Held until the new policy is in place and its removals are recorded, so that no grant
+        // is issued under the old policy after its capability was withdrawn.
+        let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
+        for skill in &policy.skills {
+            history.insert((skill.name.clone(), skill.revision), skill.clone());
         }
-        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        let policy = Arc::new(policy);
+        let old = std::mem::replace(
+            &mut *self.policy.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(&policy),
+        );
+        self.record_removals(removed_capabilities(&old, &policy));
         // INVARIANT (policy-generation): published after the new policy is in place.
         self.generation.fetch_add(1, Ordering::Release);
+        drop(history);
+    }
+
+    /// Withdraws `removed` in the state store, with every removal still unrecorded; keeps those
+    /// the store could not record, for the next reload or call.
+    fn record_removals(&self, removed: Vec<(Name, Name)>) {
+        let Some(store) = &self.state else {
+            return;
+        };
+        let mut unrecorded = self
+            .unrecorded_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for pair in removed {
+            if !unrecorded.contains(&pair) {
+                unrecorded.push(pair);
+            }
+        }
+        unrecorded
+            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
+        self.any_unrecorded_removal
+            .store(!unrecorded.is_empty(), Ordering::Release);
+    }
+
+    /// Whether a reload removed `capability` of `skill` and the store has not recorded it yet
+    /// (after trying again now): calls to it are refused until it has.
+    #[inline]
+    pub(crate) fn removal_unrecorded(
+        &self,
+        store: &dyn StateStore,
+        skill: &Name,
+        capability: &Name,
+    ) -> bool {
+        if !self.any_unrecorded_removal.load(Ordering::Acquire) {
+            return false;
+        }
+        self.retry_removals(store, skill, capability)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retry_removals(&self, store: &dyn StateStore, skill: &Name, capability: &Name) -> bool {
+        let mut unrecorded = self
+            .unrecorded_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        unrecorded
+            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
+        self.any_unrecorded_removal
+            .store(!unrecorded.is_empty(), Ordering::Release);
+        unrecorded
+            .iter()
+            .any(|(s, c)| s == skill && c == capability)
     }
 
     /// Runs `f` on the current policy. On the hot path it reads this thread's snapshot, checked
@@ -439,6 +562,8 @@ impl Engine {
         token: Option<String>,
     ) -> Result<String, EngineError> {
         let store = self.store("a grant")?;
+        // Held until the grant is recorded: a reload cannot withdraw its capability in between.
+        let _history = self.history.read().unwrap_or_else(PoisonError::into_inner);
         let policy = self.policy();
         let compiled = policy
             .skill(skill)

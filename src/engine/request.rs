@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::{Map, Value};
 
-use crate::limits::Limits;
+use crate::limits::{LimitError, Limits};
 
 /// One outbound call to decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,10 +59,11 @@ pub struct Request {
 /// Why bytes are not a valid request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum RequestError {
-    /// The input is larger than the limit.
-    #[error("request is {size} bytes, more than the limit of {limit}")]
+    /// The input is larger than the limit. The message names the limit, not the size: a
+    /// reader that stops one byte past the limit (`capgate check`) knows no more than that.
+    #[error("request is larger than the {limit}-byte limit (`Limits::max_request_bytes`)")]
     TooLarge {
-        /// Its size.
+        /// Its size, or as much of it as was read (at least `limit + 1`).
         size: usize,
         /// The limit.
         limit: usize,
@@ -92,6 +93,9 @@ pub enum RequestError {
         /// The other's.
         second: String,
     },
+    /// The limits it was to be read under set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] LimitError),
 }
 
 /// A parser's refusal as a [`RequestError::Malformed`]: its message quotes request text (an
@@ -124,6 +128,14 @@ impl RequestError {
 /// Why a request that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a request must be a JSON object";
 
+/// U+FEFF in UTF-8, which some editors write at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = "\u{feff}".as_bytes();
+
+/// Why a JSON text that starts with a byte-order mark is refused (RFC 8259 §8.1: JSON text
+/// must not begin with one).
+const STARTS_WITH_BOM: &str = "the JSON text starts with a byte-order mark (U+FEFF), which JSON \
+                               does not allow; save it as UTF-8 without a BOM";
+
 impl Request {
     /// A request with the required fields and everything else absent.
     pub fn new(
@@ -149,6 +161,7 @@ impl Request {
     /// Parses a request from untrusted bytes, enforcing `limits` (size, nesting depth) and
     /// rejecting duplicate keys and unknown fields.
     pub fn from_slice(bytes: &[u8], limits: &Limits) -> Result<Request, RequestError> {
+        limits.check()?;
         if bytes.len() > limits.max_request_bytes {
             return Err(RequestError::TooLarge {
                 size: bytes.len(),
@@ -160,9 +173,16 @@ impl Request {
         // apply: refuse that form before it is read (regression: it was decided).
         let first = bytes
             .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-        if first != Some(&b'{') {
-            return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        let rest = first.and_then(|at| bytes.get(at..)).unwrap_or_default();
+        if rest.first() != Some(&b'{') {
+            // A byte-order mark is invisible in most editors: name it, not "not an object".
+            let message = if rest.starts_with(BYTE_ORDER_MARK) {
+                STARTS_WITH_BOM
+            } else {
+                NOT_AN_OBJECT
+            };
+            return Err(RequestError::Malformed(message.to_owned()));
         }
         // One pass from bytes to `Request`: serde_json's fixed recursion limit (which would count
         // the request object around the payload) is lifted, and every field that can nest
@@ -199,6 +219,7 @@ impl Request {
         text_size: Option<usize>,
         limits: &Limits,
     ) -> Result<Request, RequestError> {
+        limits.check()?;
         // As in `from_slice`: never read a request from an array by position.
         if !value.is_object() {
             return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
@@ -334,6 +355,9 @@ pub fn parse_strict_json(text: &str) -> Result<Value, String> {
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
 /// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
 pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
+    if text.as_bytes().starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     // From `&str`: serde_json's `StrRead` does not check the UTF-8 of each string again.
     parse_strict(serde_json::Deserializer::from_str(text), max_depth)
 }
@@ -341,6 +365,9 @@ pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, Stri
 /// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
 /// refused (outside strings any non-ASCII byte is already a syntax error).
 pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
+    if bytes.starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     parse_strict(serde_json::Deserializer::from_slice(bytes), max_depth)
 }
 

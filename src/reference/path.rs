@@ -84,7 +84,9 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
                 match env.resource.query(name) {
                     QueryValue::Absent => vec![Reached::Absent],
                     QueryValue::One(value) => text(Some(value.into_owned())),
-                    QueryValue::Repeated => vec![Reached::Broken],
+                    QueryValue::Repeated | QueryValue::Variant(_) | QueryValue::DoubleEncoded => {
+                        vec![Reached::Broken]
+                    }
                 }
             }
             [Segment::Key(name)] => {

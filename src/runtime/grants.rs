@@ -10,6 +10,10 @@
 //! Transactions carry an *epoch*: each `begin_transaction` gets a fresh number and a grant records
 //! the epoch it was issued in, so ending a transaction ends all its grants in O(1), and beginning
 //! a transaction of the same name again does not revive them.
+//!
+//! A capability that a reload removes is *withdrawn* (`Registry::withdraw_capability`): the
+//! grants issued for it so far, and its implicit grant in every transaction begun so far, are
+//! dead for good, so adding the capability back later revives none of them (§5.2).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -112,6 +116,9 @@ pub enum GrantRefusal {
     OtherCapability,
     /// The grant, its skill or its capability is revoked.
     Revoked,
+    /// A reload removed the grant's capability after the grant was issued: the grant is dead for
+    /// good, even once the capability is back (§5.2).
+    CapabilityRemoved,
     /// The grant is bound to a transaction the request does not name.
     TransactionMismatch,
     /// The grant's transaction has ended.
@@ -151,6 +158,7 @@ impl GrantRefusal {
             GrantRefusal::UnknownToken
             | GrantRefusal::OtherCapability
             | GrantRefusal::Revoked
+            | GrantRefusal::CapabilityRemoved
             | GrantRefusal::TransactionMismatch => RefusalReason::Grant,
             GrantRefusal::TransactionEnded
             | GrantRefusal::UsesExhausted
@@ -174,6 +182,8 @@ struct Grant {
     valid_from: DateTime<Utc>,
     /// Revoked by token, or by its skill or capability while it existed; never un-revoked.
     revoked: bool,
+    /// Its capability was removed by a reload after it was issued; never undone.
+    withdrawn: bool,
 }
 
 /// The transaction (and which opening of it) a grant is bound to.
@@ -218,6 +228,9 @@ pub(crate) struct Registry {
     revoked_skills: HashSet<Box<str>>,
     revoked_capabilities: HashMap<Box<str>, HashSet<Box<str>>>,
     approved_skills: HashSet<Box<str>>,
+    /// Per skill and withdrawn capability, the first transaction epoch it may be used in again:
+    /// the transactions begun before its last withdrawal lost their implicit grant for it.
+    withdrawn_capabilities: HashMap<Box<str>, HashMap<Box<str>, u64>>,
 }
 
 impl Registry {
@@ -294,6 +307,7 @@ impl Registry {
                 used: 0,
                 valid_from: grant.issued_at,
                 revoked: false,
+                withdrawn: false,
             },
         );
         Ok(())
@@ -316,6 +330,9 @@ impl Registry {
         }
         if grant.revoked || self.is_revoked(skill, capability) {
             return GrantStatus::Refused(GrantRefusal::Revoked);
+        }
+        if grant.withdrawn {
+            return GrantStatus::Refused(GrantRefusal::CapabilityRemoved);
         }
         if let Some(binding) = &grant.transaction {
             if transaction != Some(&*binding.name) {
@@ -401,6 +418,45 @@ impl Registry {
         }
     }
 
+    /// Withdraws a capability that a reload removed: every grant issued for it so far, and its
+    /// implicit grant in every transaction begun so far, is dead for good (§5.2). Grants issued
+    /// and transactions begun later are not affected, so a capability added back works afresh.
+    pub(crate) fn withdraw_capability(&mut self, skill: &str, capability: &str) {
+        for grant in self.grants.values_mut() {
+            if &*grant.skill == skill && &*grant.capability == capability {
+                grant.withdrawn = true;
+            }
+        }
+        // Every transaction begun so far has an epoch below `next_epoch`; later ones do not.
+        let first_epoch = self.next_epoch;
+        match self.withdrawn_capabilities.get_mut(skill) {
+            Some(capabilities) => {
+                capabilities.insert(Box::from(capability), first_epoch);
+            }
+            None => {
+                let capabilities = HashMap::from([(Box::from(capability), first_epoch)]);
+                self.withdrawn_capabilities
+                    .insert(Box::from(skill), capabilities);
+            }
+        }
+    }
+
+    /// Whether `transaction` (open) was begun before `capability` of `skill` was last withdrawn,
+    /// so that its implicit grant for it is dead.
+    fn withdrawn_in(&self, skill: &str, capability: &str, transaction: &str) -> bool {
+        if self.withdrawn_capabilities.is_empty() {
+            return false;
+        }
+        let first_epoch = self
+            .withdrawn_capabilities
+            .get(skill)
+            .and_then(|capabilities| capabilities.get(capability));
+        match (first_epoch, self.open_transactions.get(transaction)) {
+            (Some(first_epoch), Some(epoch)) => epoch < first_epoch,
+            _ => false,
+        }
+    }
+
     pub(crate) fn lift_skill(&mut self, skill: &str) -> bool {
         self.revoked_skills.remove(skill)
     }
@@ -471,6 +527,9 @@ impl Registry {
                 }
                 if !self.is_transaction_open(transaction) {
                     return Err(CommitRefusal::TransactionNotOpen);
+                }
+                if self.withdrawn_in(skill, capability, transaction) {
+                    return Err(CommitRefusal::CapabilityRemoved);
                 }
                 Ok(AuthorityUse::Nothing)
             }
@@ -872,6 +931,59 @@ mod tests {
         assert!(registry.lift_capability("s", "c"));
         assert!(!registry.lift_capability("s", "c"));
         assert!(!registry.is_revoked("s", "c"));
+    }
+
+    #[test]
+    fn withdrawing_a_capability_voids_its_grants_and_transactions_so_far_for_good() {
+        let mut registry = Registry::default();
+        registry.issue_grant(calls("g", 5)).unwrap();
+        let other = NewGrant {
+            capability: "d".into(),
+            ..calls("h", 5)
+        };
+        registry.issue_grant(other).unwrap();
+        registry.begin_transaction("before").unwrap();
+        registry.withdraw_capability("s", "c");
+        registry.begin_transaction("after").unwrap();
+        let removed = GrantStatus::Refused(GrantRefusal::CapabilityRemoved);
+        assert_eq!(status(&registry, "g", 0), removed);
+        assert_eq!(
+            GrantRefusal::CapabilityRemoved.reason().constraint(),
+            "grant"
+        );
+        // Another capability's grant, a later grant and a later transaction are untouched.
+        assert_eq!(
+            registry.grant_status("h", "s", "d", None, None, at(0)),
+            GrantStatus::Valid { revision: 7 }
+        );
+        registry.issue_grant(calls("k", 1)).unwrap();
+        assert_eq!(
+            status(&registry, "k", 0),
+            GrantStatus::Valid { revision: 7 }
+        );
+        let in_tx = |tx| Authority::Transaction(tx);
+        assert_eq!(
+            registry.check_authority("s", "c", &in_tx("before"), at(0)),
+            Err(CommitRefusal::CapabilityRemoved)
+        );
+        assert!(
+            registry
+                .check_authority("s", "d", &in_tx("before"), at(0))
+                .is_ok()
+        );
+        assert!(
+            registry
+                .check_authority("s", "c", &in_tx("after"), at(0))
+                .is_ok()
+        );
+        // Ending and beginning `before` again gives a transaction of its own.
+        registry.end_transaction("before").unwrap();
+        registry.begin_transaction("before").unwrap();
+        assert!(
+            registry
+                .check_authority("s", "c", &in_tx("before"), at(0))
+                .is_ok()
+        );
     }
 
     #[test]

@@ -561,7 +561,7 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
             let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
                 // A broken `other` is broken, not absent (see `Op::Require`); a case variant
                 // refuses the request.
-                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous | Stop::CaseVariant)) => {
+                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous(_) | Stop::CaseVariant)) => {
                     Some(*stop)
                 }
                 Err(_) => Some(Stop::Missing),
@@ -774,7 +774,7 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         _ => {}
     }
     // A value the test cannot decide on: it counts as whatever fails its check.
-    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))
+    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous(_)))
         || (mistyped && result == Err(Stop::Rejected));
     if S::EXPLAIN {
         let concrete = path.map(|p| concrete_path(p, &trail));

@@ -44,9 +44,7 @@ pub(super) fn test_message<'r, J: Json<'r>>(
     match result {
         Err(Stop::Missing) => return "the value is absent".to_owned(),
         Err(Stop::WrongShape(why)) => return format!("cannot follow the path: {why}"),
-        Err(Stop::Ambiguous) => {
-            return "the query parameter is given more than once".to_owned();
-        }
+        Err(Stop::Ambiguous(why)) => return why.describe().to_owned(),
         Err(Stop::TooLong(n)) => return format!("array of {n} elements is too long to scan"),
         Err(Stop::NullIdentity) => return "the agent identity is null".to_owned(),
         Err(Stop::CaseVariant) => {

@@ -112,8 +112,8 @@ pub enum Stop {
     Missing,
     /// A step met a value of the wrong type at the trail.
     WrongShape(&'static str),
-    /// A query parameter is given more than once.
-    Ambiguous,
+    /// A query parameter cannot be read as one value, for the reason held.
+    Ambiguous(QueryAmbiguity),
     /// A `[*]` met an array longer than the scan limit.
     TooLong(usize),
     /// An `actorBinding`'s agent identity is `null`: there is no identity to bind.
@@ -121,6 +121,34 @@ pub enum Stop {
     /// A member on the path is absent but the object has a case variant of its name
     /// ([`crate::vm::CaseVariant`]): the request is refused.
     CaseVariant,
+}
+
+/// Why a query parameter has no one value a test can decide on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryAmbiguity {
+    /// [`QueryValue::Repeated`]: given more than once, under equivalent names.
+    Repeated,
+    /// [`QueryValue::Variant`]: given only under another spelling of the name.
+    Variant,
+    /// [`QueryValue::DoubleEncoded`]: its value decodes to another escape.
+    DoubleEncoded,
+}
+
+impl QueryAmbiguity {
+    /// The one-line reason for deny messages and traces.
+    pub fn describe(self) -> &'static str {
+        match self {
+            QueryAmbiguity::Repeated => {
+                "the query parameter is given more than once (names compared ignoring case and a `[…]` suffix)"
+            }
+            QueryAmbiguity::Variant => {
+                "the query parameter is given only under another spelling of its name (case or a `[…]` suffix), which a server may read as this one"
+            }
+            QueryAmbiguity::DoubleEncoded => {
+                "the query parameter's value percent-decodes to another escape (double encoding)"
+            }
+        }
+    }
 }
 
 /// Records the concrete path of the value being visited; keys are borrowed from the compiled
@@ -233,7 +261,9 @@ pub fn visit<'r, 's, J: Json<'r>, T: Trail<'s>>(
         PathAccess::Query { name } => match input.resource.query(name) {
             QueryValue::Absent => string(None, predicate),
             QueryValue::One(value) => string(Some(&value), predicate),
-            QueryValue::Repeated => Err(Stop::Ambiguous),
+            QueryValue::Repeated => Err(Stop::Ambiguous(QueryAmbiguity::Repeated)),
+            QueryValue::Variant(_) => Err(Stop::Ambiguous(QueryAmbiguity::Variant)),
+            QueryValue::DoubleEncoded => Err(Stop::Ambiguous(QueryAmbiguity::DoubleEncoded)),
         },
         PathAccess::RequestSkill => string(Some(input.skill), predicate),
         PathAccess::RequestOperation => string(Some(input.operation), predicate),
@@ -449,7 +479,9 @@ pub fn with_single<'r, J: Json<'r>, R>(
         PathAccess::Query { name } => match input.resource.query(name) {
             QueryValue::One(value) => f(Ok(Leaf::Str(&value))),
             QueryValue::Absent => f(Err(Stop::Missing)),
-            QueryValue::Repeated => f(Err(Stop::Ambiguous)),
+            QueryValue::Repeated => f(Err(Stop::Ambiguous(QueryAmbiguity::Repeated))),
+            QueryValue::Variant(_) => f(Err(Stop::Ambiguous(QueryAmbiguity::Variant))),
+            QueryValue::DoubleEncoded => f(Err(Stop::Ambiguous(QueryAmbiguity::DoubleEncoded))),
         },
         PathAccess::RequestSkill => f(Ok(Leaf::Str(input.skill))),
         PathAccess::RequestOperation => f(Ok(Leaf::Str(input.operation))),
