@@ -1194,6 +1194,54 @@ skill "s" {
     }
 }
 
+#[test]
+fn a_case_variant_of_a_rate_limit_key_refuses_the_request_not_only_its_capability() {
+    // A later capability for the same call, without the limit, would allow it: an absent `by`
+    // value fails only the limited capability, so the next one decides; a case variant of the
+    // `by` name refuses the request outright, as for any path a capability reads.
+    let policy = r#"
+skill "s" {
+  version "1"
+  capability "limited" {
+    resource tool "t"
+    operations call
+    lifetime process
+    justification "rate-limit key tests"
+    rateLimit 5 per minute by payload.user
+  }
+  capability "open" {
+    resource tool "t"
+    operations call
+    lifetime process
+    justification "rate-limit key tests"
+  }
+}"#;
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("rate.cap", policy.to_owned(), PolicyFormat::Cap, None);
+    let engine = Engine::builder(loader.finish().unwrap())
+        .clock(Arc::new(SimulatedClock::new(
+            capgate::parse_timestamp("2026-12-01T10:00:00Z").unwrap(),
+        )))
+        .state(Arc::new(InMemoryStore::new()))
+        .build();
+    let call = |payload: &str| engine.check_slice(case_request("t", "payload", payload).as_bytes());
+    let limited = call(r#"{"user":"ann"}"#);
+    assert_eq!(limited.decision, Verdict::Allow);
+    assert_eq!(limited.capability.as_deref(), Some("limited"));
+    let absent = call(r#"{"other":"ann"}"#);
+    assert_eq!(absent.decision, Verdict::Allow, "{absent:#?}");
+    assert_eq!(absent.capability.as_deref(), Some("open"));
+    for payload in [r#"{"USER":"ann"}"#, "{\"u\u{17F}er\":\"ann\"}"] {
+        let decision = call(payload);
+        assert_case_refusal(&decision);
+        assert_eq!(decision.reasons.len(), 1, "{decision:#?}");
+        assert_eq!(decision.reasons[0].capability.as_deref(), Some("limited"));
+        let value: serde_json::Value =
+            serde_json::from_str(&case_request("t", "payload", payload)).unwrap();
+        assert_eq!(outcome(&engine.check_value(value)), outcome(&decision));
+    }
+}
+
 // The property: variants generated at random (case flips, the KELVIN SIGN and LONG S, raw or
 // escaped), anywhere, are refused by both paths; other names change nothing.
 
