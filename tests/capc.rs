@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use capgate::bytecode::decode::{CapcError, load_capc};
-use capgate::bytecode::disasm::disassemble;
+use capgate::bytecode::disasm::{disassemble, required_checks};
 use capgate::bytecode::encode::{FORMAT_VERSION, MAGIC, encode_capc, fnv1a64};
 use capgate::bytecode::index::{CheckIdx, Index};
-use capgate::bytecode::program::CompiledSkill;
-use capgate::bytecode::verify::VerifyReason;
+use capgate::bytecode::op::Op;
+use capgate::bytecode::program::{CheckInfo, CompiledSkill, Program};
+use capgate::bytecode::verify::{VerifyReason, verify};
 use capgate::{Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Session, SessionOptions};
 use proptest::prelude::*;
 
@@ -790,4 +791,60 @@ fn decode_errors_name_only_what_is_being_read() {
         message.contains("of skill `ab` capability `last`"),
         "{message}"
     );
+}
+
+/// Skill `guarded`: one capability that admits only `payload.role == "user"`.
+fn guarded() -> LoadedPolicy {
+    policy_text(
+        "guarded",
+        "  capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n    fieldEquals payload.role == \"user\"\n  }",
+    )
+}
+
+#[test]
+fn disasm_lists_only_checks_that_the_instructions_run() {
+    let policy = guarded();
+    let compiled = policy.skills[0].capabilities[0].program.program();
+    let check0 = CheckIdx::from_usize(0).unwrap();
+    assert_eq!(required_checks(compiled), vec![check0]);
+    let listed = "check0   fieldEquals payload.role == \"user\"";
+    assert!(disassemble(compiled).contains(listed));
+
+    // A hand-made program: `accept` first, the compiled code after it where it never runs; the
+    // check table and its ranges kept. The verifier accepts it (unreachable code cannot run).
+    let mut program: Program = compiled.clone();
+    program.code.insert(0, Op::Accept);
+    program.debug.insert(0, None);
+    for check in &mut program.checks {
+        check.code_start += 1;
+        check.code_end += 1;
+    }
+    assert!(verify(program.clone()).is_ok());
+    assert!(required_checks(&program).is_empty());
+    let text = disassemble(&program);
+    assert!(!text.contains("checks:"), "{text}");
+    assert!(!text.contains("fieldEquals"), "{text}");
+    // The code is still shown as it is, `require check0` included, after the `accept`.
+    assert!(text.contains("0000  accept"), "{text}");
+
+    // Of two checks in the table, the one no `require` names is not listed.
+    let info = |summary: &str| CheckInfo {
+        constraint: "fieldEquals",
+        location: None,
+        summary: summary.to_owned(),
+        code_start: 0,
+        code_end: 2,
+    };
+    let check1 = CheckIdx::from_usize(1).unwrap();
+    let program = Program {
+        code: vec![Op::Push(true), Op::Require { check: check1 }, Op::Accept],
+        debug: vec![None; 3],
+        checks: vec![info("never required"), info("required")],
+        ..Program::default()
+    };
+    assert!(verify(program.clone()).is_ok());
+    assert_eq!(required_checks(&program), vec![check1]);
+    let text = disassemble(&program);
+    assert!(text.contains("check1   required"), "{text}");
+    assert!(!text.contains("never required"), "{text}");
 }

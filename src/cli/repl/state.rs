@@ -448,7 +448,10 @@ impl Repl {
             capgate::bytecode::disasm::disassemble_plan(capability.program.plan())
         );
         for limit in &capability.rate_limits {
-            outln!("  then  rateLimit {}", limit.summary);
+            outln!(
+                "  then  rateLimit {}",
+                crate::cli::disasm::rate_limit(capability, limit)
+            );
         }
     }
 
