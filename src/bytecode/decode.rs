@@ -51,6 +51,7 @@ use super::verify::{VerifyError, verify};
 use super::window::{CompiledWindow, DayInterval, MINUTES_PER_DAY, WindowRule};
 use crate::limits::Limits;
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
 
@@ -417,7 +418,7 @@ impl<'a> Reader<'a> {
         let hash = self.opt_str("a skill hash")?;
         let signer = self.opt_str("a skill signer")?;
         let location = self.location()?;
-        let revision = self.u64("a skill revision")?;
+        let revision = Revision::from_bytes(self.array("a skill revision")?);
         let count = self.count("the capability table", 1)?;
         if count > self.limits.max_capabilities_per_skill {
             return Err(self.malformed(format!(

@@ -47,8 +47,9 @@ use crate::value::Segment;
 pub const MAGIC: [u8; 8] = *b"\x89CAPC\r\n\x1a";
 
 /// The version of the body encoding and of the instruction semantics it records. Bump it on any
-/// change to either: a loader accepts exactly this version.
-pub const FORMAT_VERSION: u16 = 2;
+/// change to either: a loader accepts exactly this version. Version 3 stores each skill's
+/// revision as the 32 bytes of a SHA-256.
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The capgate version written into each file's header (informational: compatibility is decided
 /// by [`FORMAT_VERSION`] alone).
@@ -342,7 +343,7 @@ impl Writer {
         self.opt_str(skill.hash.as_deref())?;
         self.opt_str(skill.signer.as_deref())?;
         self.location(skill.location.as_ref())?;
-        self.u64(skill.revision);
+        self.bytes.extend_from_slice(skill.revision.as_bytes());
         self.list(&skill.capabilities, Self::capability)
     }
 

@@ -8,8 +8,6 @@
 //!
 //! Everything here is immutable after construction and `Send + Sync`.
 
-use crate::name::Name;
-
 use serde_json::Value;
 
 use super::matcher::Matcher;
@@ -19,6 +17,8 @@ use super::schema::SchemaProgram;
 use super::verify::VerifiedProgram;
 use super::window::CompiledWindow;
 use crate::bytes::bytes_eq;
+use crate::name::Name;
+use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
 
@@ -313,8 +313,9 @@ pub struct CompiledSkill {
     pub signer: Option<String>,
     /// Where it was declared.
     pub location: Option<Location>,
-    /// Hash of the compiled manifest: grants are pinned to it.
-    pub revision: u64,
+    /// The SHA-256 of [`CompiledSkill::manifest`]: grants are pinned to it, audit records name
+    /// it.
+    pub revision: Revision,
     /// The capabilities, in declaration order.
     pub capabilities: Vec<CompiledCapability>,
 }

@@ -28,7 +28,7 @@ pub fn run(args: DisasmArgs) -> u8 {
         Err(code) => return code,
     };
     for skill in &policy.skills {
-        outln!("skill `{}` (revision {:016x})", skill.name, skill.revision);
+        outln!("skill `{}` (revision {})", skill.name, skill.revision);
         for capability in &skill.capabilities {
             outln!(
                 "\ncapability `{}`: {} {} [{}]",

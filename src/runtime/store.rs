@@ -625,6 +625,7 @@ impl InMemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::revision::Revision;
     use crate::runtime::grants::GrantLifetime;
 
     fn at(nanos: i64) -> DateTime<Utc> {
@@ -749,7 +750,7 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
@@ -761,7 +762,9 @@ mod tests {
             store.commit(&grant_commit("g", &rates), at(0)),
             Err(CommitRefusal::RateLimited { charge: 0 })
         );
-        let valid = GrantStatus::Valid { revision: 1 };
+        let valid = GrantStatus::Valid {
+            revision: Revision::from_bytes([1; 32]),
+        };
         assert_eq!(store.grant_status("g", "s", "c", None, None, at(0)), valid);
     }
 
@@ -907,7 +910,7 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
