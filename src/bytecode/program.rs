@@ -8,6 +8,8 @@
 //!
 //! Everything here is immutable after construction and `Send + Sync`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::matcher::Matcher;
@@ -316,6 +318,10 @@ pub struct CompiledSkill {
     /// The SHA-256 of [`CompiledSkill::manifest`]: grants are pinned to it, audit records name
     /// it.
     pub revision: Revision,
+    /// The canonical manifest the skill was compiled from (compact JSON, keys in byte order;
+    /// `docs/semantics.md`): the bytes its revision hashes, and what a `.capc` file's bytecode
+    /// is checked against at load.
+    pub manifest: Arc<str>,
     /// The capabilities, in declaration order.
     pub capabilities: Vec<CompiledCapability>,
 }

@@ -5,8 +5,12 @@
 //! rejected whole. Per capability it checks the header rules (`check.rs`), emits the constraint
 //! program (`emit.rs`, which resolves paths and compiles regexes, schemas and windows), and runs
 //! the verifier: a program the verifier rejects is a compiler bug, reported as an error rather
-//! than loaded. Each skill also gets its revision: the SHA-256 of its canonical manifest.
+//! than loaded. Each skill also gets its canonical manifest and revision (its SHA-256).
+//!
+//! [`load_capc`] loads a `.capc` file: the decoder, then each skill compiled again from its
+//! embedded manifest and compared (`capc.rs`).
 
+mod capc;
 mod check;
 mod emit;
 pub mod error;
@@ -15,6 +19,7 @@ pub mod schema;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use capc::load_capc;
 pub use check::is_read_verb;
 pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
@@ -209,7 +214,7 @@ fn compile_skill_sharing(
     if errors.len() != before {
         return None;
     }
-    let (_, revision) = match canonical_manifest(skill) {
+    let (manifest, revision) = match canonical_manifest(skill) {
         Ok(canonical) => canonical,
         Err(e) => {
             // The checks above refuse every AST the JSON form cannot express; fail closed should
@@ -232,6 +237,7 @@ fn compile_skill_sharing(
         signer: skill.signer.as_ref().map(|s| s.node.clone()),
         location: Some(sources.location(skill.name.span)),
         revision,
+        manifest,
         capabilities,
     })
 }
@@ -319,6 +325,21 @@ mod tests {
                 .map(|value| value.to_string())
                 .unwrap_or_else(|e| panic!("{e:?}"));
             assert_eq!(canonical(&skill), through_value, "{}", skill.name.node);
+        }
+    }
+
+    /// A `.capc` file is checked by compiling its embedded manifest: read back as a manifest,
+    /// the canonical text gives itself again, so the revision survives the trip.
+    #[test]
+    fn the_canonical_manifest_reads_back_to_itself() {
+        for skill in skills() {
+            let text = canonical(&skill);
+            let file = crate::manifest::parse_manifest(FileId(0), &text)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", skill.name.node));
+            let [again] = file.skills.as_slice() else {
+                panic!("one skill expected")
+            };
+            assert_eq!(canonical(again), text, "{}", skill.name.node);
         }
     }
 }

@@ -931,7 +931,11 @@ mod tests {
             policy.skill("s").unwrap().revision.to_string()
         };
         let first = revision(&engine);
-        assert!(first.starts_with("sha256:") && first.len() == Revision::TEXT_LEN);
+        let manifest = engine.policy().skill("s").unwrap().manifest.clone();
+        assert_eq!(
+            first,
+            Revision::of_manifest(manifest.as_bytes()).to_string()
+        );
         let request = Request::new("s", "call", "tool:t");
         engine.check(&request);
         engine.check_slice(br#"{"skill":"s","operation":"call","resource":"tool:t"}"#);
