@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod name;
 #[cfg(feature = "reference")]
 pub mod reference;
+pub mod revision;
 pub mod runtime;
 pub mod session;
 pub mod span;
@@ -30,6 +31,7 @@ pub use engine::{
 };
 pub use limits::Limits;
 pub use name::Name;
+pub use revision::Revision;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
 pub use vm::parse_timestamp;

@@ -176,7 +176,7 @@ fn assert_refused_above_bound(limits: Limits, field: &str, bound: u64) {
     let skills = loader.finish().unwrap().skills;
     let bytes = capgate::bytecode::encode::encode_capc(&skills).unwrap();
     named(
-        capgate::bytecode::decode::load_capc(&bytes, &limits)
+        capgate::compile::load_capc(&bytes, &limits)
             .err()
             .unwrap()
             .to_string(),

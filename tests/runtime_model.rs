@@ -18,6 +18,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+use capgate::Revision;
 use capgate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
     InMemoryStore, LifetimeBound, NewGrant, RateCharge, RateKey, RateSpec, StateError, StateStore,
@@ -29,6 +30,13 @@ const BASE: i64 = 1_800_000_000_000_000_000;
 
 fn at(offset: i128) -> DateTime<Utc> {
     DateTime::from_timestamp_nanos(BASE + i64::try_from(offset).unwrap())
+}
+
+/// Revision `n` of the model (a grant's revision is compared, never read).
+fn rev(n: u64) -> Revision {
+    let mut bytes = [0; 32];
+    bytes[..8].copy_from_slice(&n.to_le_bytes());
+    Revision::from_bytes(bytes)
 }
 
 const TOKENS: [&str; 4] = ["g0", "g1", "g2", "g3"];
@@ -92,7 +100,7 @@ struct ModelGrant {
     capability: String,
     transaction: Option<String>,
     transaction_ended: bool,
-    revision: u64,
+    revision: Revision,
     remaining: Option<u64>,
     expires_at: Option<i128>,
     renewable: bool,
@@ -456,7 +464,7 @@ fn lifetime() -> impl Strategy<Value = GrantLifetime> {
 fn bound() -> impl Strategy<Value = Option<LifetimeBound>> {
     proptest::option::of(
         (0..3_u64, lifetime())
-            .prop_map(|(revision, lifetime)| LifetimeBound::new(revision, lifetime)),
+            .prop_map(|(revision, lifetime)| LifetimeBound::new(rev(revision), lifetime)),
     )
 }
 
@@ -538,7 +546,7 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
                 capability: CAPABILITIES[capability].to_owned(),
                 transaction: tx_name(transaction).map(str::to_owned),
                 issued_at: at(*now),
-                revision,
+                revision: rev(revision),
                 lifetime,
             };
             let expected = model.issue(&grant, *now);
@@ -676,9 +684,9 @@ fn agree(store: &InMemoryStore, model: &Model, now: i128) {
                 for tx in [None, Some("t0"), Some("t1")] {
                     for bound in [
                         None,
-                        Some(LifetimeBound::new(0, GrantLifetime::Calls(1))),
+                        Some(LifetimeBound::new(rev(0), GrantLifetime::Calls(1))),
                         Some(LifetimeBound::new(
-                            1,
+                            rev(1),
                             GrantLifetime::WallClock {
                                 duration: nanos(5),
                                 renewable: false,
@@ -820,7 +828,7 @@ fn revocation_refuses_later_grants_and_later_statuses() {
         capability: "c".to_owned(),
         transaction: None,
         issued_at: at(0),
-        revision: 9,
+        revision: rev(9),
         lifetime: GrantLifetime::Calls(3),
     };
     store.issue_grant(grant("g1")).unwrap();
@@ -859,7 +867,7 @@ fn revocation_refuses_later_grants_and_later_statuses() {
     store.issue_grant(grant("g3")).unwrap();
     assert_eq!(
         store.grant_status("g3", "s", "c", None, None, at(1)),
-        GrantStatus::Valid { revision: 9 }
+        GrantStatus::Valid { revision: rev(9) }
     );
 }
 
@@ -938,7 +946,7 @@ fn hot_grant_is_used_at_most_n_times_under_contention() {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: rev(1),
                 lifetime: GrantLifetime::Calls(250),
             })
             .unwrap();

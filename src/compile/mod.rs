@@ -5,26 +5,33 @@
 //! rejected whole. Per capability it checks the header rules (`check.rs`), emits the constraint
 //! program (`emit.rs`, which resolves paths and compiles regexes, schemas and windows), and runs
 //! the verifier: a program the verifier rejects is a compiler bug, reported as an error rather
-//! than loaded.
+//! than loaded. Each skill also gets its canonical manifest and revision (its SHA-256).
+//!
+//! [`load_capc`] loads a `.capc` file: the decoder, then each skill compiled again from its
+//! embedded manifest and compared (`capc.rs`).
 
+mod capc;
 mod check;
 mod emit;
 pub mod error;
 pub mod schema;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+pub use capc::load_capc;
 pub use check::is_read_verb;
 pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
 
-use crate::bytecode::encode::Fnv1a64;
 use crate::bytecode::matcher::MatcherCache;
 use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLevel};
 use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
 use crate::limits::Limits;
+use crate::manifest::ManifestError;
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{PolicyFile, Skill};
 
@@ -294,13 +301,30 @@ fn compile_skill_sharing(
     if errors.len() != before {
         return None;
     }
+    let (manifest, revision) = match canonical_manifest(skill) {
+        Ok(canonical) => canonical,
+        Err(e) => {
+            // The checks above refuse every AST the JSON form cannot express; fail closed should
+            // one slip through, rather than pin grants to something else.
+            errors.push(CompileError {
+                span: e.span,
+                message: format!(
+                    "skill `{}` has no canonical manifest form: {}",
+                    skill.name.node, e.message
+                ),
+                help: e.help,
+            });
+            return None;
+        }
+    };
     Some(CompiledSkill {
         name: Name::interned(&skill.name.node),
         version,
         hash: skill.hash.as_ref().map(|h| h.node.clone()),
         signer: skill.signer.as_ref().map(|s| s.node.clone()),
         location: Some(sources.location(skill.name.span)),
-        revision: revision(skill),
+        revision,
+        manifest,
         capabilities,
     })
 }
@@ -313,52 +337,36 @@ fn blank_name(what: &str, span: Span) -> CompileError {
     ))
 }
 
-/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest (compact,
-/// keys in byte order; see `manifest::CanonicalSkill`), which has no source positions, so
-/// reformatting a file keeps its revision, and which does not depend on how serde_json orders
-/// maps in the build at hand. Hashed as it is written: no `Value` and no text are built.
-fn revision(skill: &Skill) -> u64 {
-    let mut hash = Fnv1a64::default();
-    let written = crate::manifest::CanonicalSkill::new(skill)
+/// The skill's canonical manifest and its revision (the manifest's SHA-256). The canonical
+/// manifest is the JSON manifest form written compactly with keys in byte order
+/// (`manifest::CanonicalSkill`): it has no source positions, so reformatting a file keeps its
+/// revision, and it does not depend on how serde_json orders maps in the build at hand.
+fn canonical_manifest(skill: &Skill) -> Result<(Arc<str>, Revision), ManifestError> {
+    let canonical = crate::manifest::CanonicalSkill::new(skill)?;
+    let mut text = Vec::new();
+    let written = canonical.write_to(&mut text);
+    // Writing into a `Vec` does not fail, and serde_json writes UTF-8.
+    let text = written
         .ok()
-        .is_some_and(|canonical| canonical.write_to(&mut hash).is_ok());
-    if !written {
-        hash = Fnv1a64::default();
-        hash.add(format!("{:?}", without_spans(skill)).as_bytes());
-    }
-    hash.finish()
-}
-
-/// Fallback for skills the JSON form cannot express (the checker rejects those anyway).
-fn without_spans(skill: &Skill) -> String {
-    let debug = format!("{skill:?}");
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug.as_str();
-    while let Some(at) = rest.find("Span {") {
-        out.push_str(rest.get(..at).unwrap_or(""));
-        let after = rest.get(at..).unwrap_or("");
-        rest = after
-            .find('}')
-            .and_then(|end| after.get(end + 1..))
-            .unwrap_or("");
-    }
-    out.push_str(rest);
-    out
+        .and_then(|()| String::from_utf8(text).ok())
+        .ok_or_else(|| {
+            ManifestError::new(skill.name.span, "the canonical manifest is not UTF-8 text")
+        })?;
+    let revision = Revision::of_manifest(text.as_bytes());
+    Ok((Arc::from(text), revision))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::revision;
+    use super::canonical_manifest;
+    use crate::revision::Revision;
     use crate::span::FileId;
-    use crate::syntax::ast::PolicyFile;
+    use crate::syntax::ast::{PolicyFile, Skill};
 
-    /// The revision as it was computed before the canonical writer: FNV-1a of the manifest form
-    /// converted to a `Value` and printed (sorted keys in this build).
-    fn revision_through_value(skill: &crate::syntax::ast::Skill) -> u64 {
-        let text = crate::manifest::skill_to_json(skill)
-            .map(|value| value.to_string())
-            .unwrap_or_else(|e| panic!("{e:?}"));
-        crate::bytecode::encode::fnv1a64(text.as_bytes())
+    fn canonical(skill: &Skill) -> String {
+        let (text, revision) = canonical_manifest(skill).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(revision, Revision::of_manifest(text.as_bytes()));
+        text.to_string()
     }
 
     fn bundled_policies() -> Vec<PolicyFile> {
@@ -380,11 +388,7 @@ mod tests {
         files
     }
 
-    #[test]
-    fn revisions_are_unchanged_by_the_canonical_writer() {
-        let files = bundled_policies();
-        assert!(files.len() >= 6, "{} policy files found", files.len());
-        let sample = r#"skill "s" {
+    const SAMPLE: &str = r#"skill "s" {
   version "2.0.0"
   capability "c" {
     resource http "https://api.example.com/v1/{org}/items"
@@ -395,16 +399,42 @@ mod tests {
     payloadSchema { "type": "object", "required": ["z", "a"], "properties": { "z": { "const": { "b": 1, "a": [2, {"y": 0, "x": 1}] } }, "a": false } }
   }
 }"#;
-        let sample = crate::syntax::parse(FileId(0), sample).unwrap_or_else(|e| panic!("{e:?}"));
-        for file in files.iter().chain([&sample]) {
-            for skill in &file.skills {
-                assert_eq!(
-                    revision(skill),
-                    revision_through_value(skill),
-                    "{}",
-                    skill.name.node
-                );
-            }
+
+    fn skills() -> Vec<Skill> {
+        let files = bundled_policies();
+        assert!(files.len() >= 6, "{} policy files found", files.len());
+        let sample = crate::syntax::parse(FileId(0), SAMPLE).unwrap_or_else(|e| panic!("{e:?}"));
+        files
+            .into_iter()
+            .chain([sample])
+            .flat_map(|file| file.skills)
+            .collect()
+    }
+
+    /// The canonical manifest is the manifest form as a sorted `serde_json::Value` prints it:
+    /// compact, keys in byte order.
+    #[test]
+    fn the_canonical_manifest_is_the_sorted_json_form() {
+        for skill in skills() {
+            let through_value = crate::manifest::skill_to_json(&skill)
+                .map(|value| value.to_string())
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            assert_eq!(canonical(&skill), through_value, "{}", skill.name.node);
+        }
+    }
+
+    /// A `.capc` file is checked by compiling its embedded manifest: read back as a manifest,
+    /// the canonical text gives itself again, so the revision survives the trip.
+    #[test]
+    fn the_canonical_manifest_reads_back_to_itself() {
+        for skill in skills() {
+            let text = canonical(&skill);
+            let file = crate::manifest::parse_manifest(FileId(0), &text)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", skill.name.node));
+            let [again] = file.skills.as_slice() else {
+                panic!("one skill expected")
+            };
+            assert_eq!(canonical(again), text, "{}", skill.name.node);
         }
     }
 }

@@ -30,6 +30,7 @@ use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
 };
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
     LifetimeBound, RateCharge, RateKey, RateSpec, Revocation, StateStore,
@@ -173,7 +174,7 @@ impl Engine {
     pub(super) fn decide_with_revision<'r, J: Json<'r>>(
         &self,
         request: &RequestView<'r, J>,
-    ) -> (Decision, Option<u64>) {
+    ) -> (Decision, Option<Revision>) {
         self.with_policy(|policy| {
             let skill = policy.skill(request.skill);
             (

@@ -175,16 +175,17 @@ impl PolicyLoader {
         }
     }
 
-    /// Adds a compiled `.capc` file (see `bytecode::decode::load_capc`): its skills join the
-    /// set as compiled, after the verifier has checked every program. Directories never
-    /// contribute `.capc` files, so a compiled file next to its sources is not loaded twice.
+    /// Adds a compiled `.capc` file (see [`crate::compile::load_capc`]): its skills join the set
+    /// as compiled, after the verifier has checked every program and each skill has been
+    /// checked against its embedded manifest. Directories never contribute `.capc` files, so a
+    /// compiled file next to its sources is not loaded twice.
     fn add_compiled_file(&mut self, name: &str, path: &Path) {
         let bytes = match crate::bounded::read_file(path, ByteLimit::policy_file(&self.limits)) {
             Ok(bytes) => bytes,
             Err(e) => return self.file_error(name, e.to_string()),
         };
         let id = self.sources.add(name, "");
-        match crate::bytecode::decode::load_capc(&bytes, &self.limits) {
+        match crate::compile::load_capc(&bytes, &self.limits) {
             Ok(policy) => self
                 .compiled
                 .extend(policy.skills.into_iter().map(|skill| (id, skill))),

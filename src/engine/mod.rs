@@ -34,6 +34,7 @@ pub use request::{
 use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
 use crate::tape::{Repeats, Tape};
@@ -48,7 +49,7 @@ thread_local! {
 }
 
 /// Every compiled revision of every skill, by (name, revision).
-type RevisionHistory = HashMap<(Name, u64), Arc<CompiledSkill>>;
+type RevisionHistory = HashMap<(Name, Revision), Arc<CompiledSkill>>;
 
 /// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
 /// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
@@ -540,7 +541,7 @@ impl Engine {
     }
 
     /// `name` is the policy's own (interned) name, so the key is a copy, not an allocation.
-    fn skill_at_revision(&self, name: &Name, revision: u64) -> Option<Arc<CompiledSkill>> {
+    fn skill_at_revision(&self, name: &Name, revision: Revision) -> Option<Arc<CompiledSkill>> {
         self.history
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -877,7 +878,7 @@ impl Engine {
         sink: &dyn AuditSink,
         request: &RequestView<'r, J>,
         decision: &Decision,
-        revision: Option<u64>,
+        revision: Option<Revision>,
     ) {
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
@@ -1015,7 +1016,7 @@ mod tests {
             self.0
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(record.revision.map(|revision| format!("{revision:016x}")));
+                .push(record.revision.map(|revision| revision.to_string()));
         }
     }
 
@@ -1078,9 +1079,14 @@ mod tests {
         let engine = Engine::builder(loaded(v1)).audit(sink.clone()).build();
         let revision = |engine: &Engine| {
             let policy = engine.policy();
-            format!("{:016x}", policy.skill("s").unwrap().revision)
+            policy.skill("s").unwrap().revision.to_string()
         };
         let first = revision(&engine);
+        let manifest = engine.policy().skill("s").unwrap().manifest.clone();
+        assert_eq!(
+            first,
+            Revision::of_manifest(manifest.as_bytes()).to_string()
+        );
         let request = Request::new("s", "call", "tool:t");
         engine.check(&request);
         engine.check_slice(br#"{"skill":"s","operation":"call","resource":"tool:t"}"#);

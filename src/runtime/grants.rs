@@ -22,6 +22,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::error::StateError;
 use super::store::{Authority, CommitRefusal, GrantUse};
+use crate::revision::Revision;
 
 /// A grant to issue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +37,8 @@ pub struct NewGrant {
     pub transaction: Option<String>,
     /// When it was issued; a wall-clock grant expires at `issued_at + duration`.
     pub issued_at: DateTime<Utc>,
-    /// Hash of the compiled manifest the grant was issued under.
-    pub revision: u64,
+    /// The revision (manifest hash) of the skill the grant was issued under.
+    pub revision: Revision,
     /// How long the grant lasts.
     pub lifetime: GrantLifetime,
 }
@@ -63,7 +64,7 @@ pub enum GrantLifetime {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LifetimeBound {
     /// The revision in force: a grant issued under it is held to its own lifetime only.
-    pub revision: u64,
+    pub revision: Revision,
     /// `lifetime call N` in force: at most `N` uses, counted since the grant was issued.
     pub uses: Option<u64>,
     /// `lifetime wallClock D` in force: good only while `now < from + D`, where `from` is the
@@ -73,7 +74,7 @@ pub struct LifetimeBound {
 
 impl LifetimeBound {
     /// The bound of a capability whose grants last `lifetime`, at `revision`.
-    pub fn new(revision: u64, lifetime: GrantLifetime) -> LifetimeBound {
+    pub fn new(revision: Revision, lifetime: GrantLifetime) -> LifetimeBound {
         match lifetime {
             GrantLifetime::Calls(uses) => LifetimeBound {
                 revision,
@@ -94,14 +95,14 @@ impl LifetimeBound {
 pub enum GrantStatus {
     /// The grant is good; it was issued under manifest `revision`.
     Valid {
-        /// Hash of the compiled manifest the grant was issued under.
-        revision: u64,
+        /// The revision (manifest hash) of the skill the grant was issued under.
+        revision: Revision,
     },
     /// A renewable wall-clock grant has expired; the engine may renew it on use (by committing
     /// with [`GrantUse::renew`]) if the capability still exists and is not revoked.
     ExpiredRenewable {
-        /// Hash of the compiled manifest the grant was issued under.
-        revision: u64,
+        /// The revision (manifest hash) of the skill the grant was issued under.
+        revision: Revision,
     },
     /// The grant may not be used.
     Refused(GrantRefusal),
@@ -173,7 +174,7 @@ struct Grant {
     skill: Box<str>,
     capability: Box<str>,
     transaction: Option<TransactionBinding>,
-    revision: u64,
+    revision: Revision,
     uses: GrantUses,
     /// Uses so far, whatever its lifetime: what a narrower `call N` after a reload counts.
     used: u64,
@@ -604,6 +605,15 @@ fn instant_after(at: DateTime<Utc>, duration: Duration) -> Option<DateTime<Utc>>
 mod tests {
     use super::*;
 
+    const REVISION: Revision = Revision::from_bytes([7; 32]);
+
+    /// `docs/runtime.md` (Memory) counts a grant's map entry from this size.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_grant_record_is_the_size_the_memory_estimate_counts() {
+        assert_eq!(std::mem::size_of::<Grant>(), 144);
+    }
+
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
     }
@@ -615,7 +625,7 @@ mod tests {
             capability: "c".to_owned(),
             transaction: None,
             issued_at: at(0),
-            revision: 7,
+            revision: REVISION,
             lifetime: GrantLifetime::Calls(uses),
         }
     }
@@ -673,7 +683,7 @@ mod tests {
         registry.issue_grant(calls("g", 2)).unwrap();
         assert_eq!(
             status(&registry, "g", 0),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         use_grant(&mut registry, "g", 0).unwrap();
         use_grant(&mut registry, "g", 0).unwrap();
@@ -691,7 +701,7 @@ mod tests {
         registry.issue_grant(wall_clock("g", 10, false)).unwrap();
         assert_eq!(
             status(&registry, "g", 9),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         assert_eq!(status(&registry, "g", 10), REFUSED_EXPIRED);
     }
@@ -705,7 +715,7 @@ mod tests {
         }
         assert_eq!(
             status(&registry, "g", 1),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
     }
 
@@ -713,7 +723,7 @@ mod tests {
     fn expired_renewable_grant_is_renewed_from_now_on_use() {
         let mut registry = Registry::default();
         registry.issue_grant(wall_clock("g", 10, true)).unwrap();
-        let expired = GrantStatus::ExpiredRenewable { revision: 7 };
+        let expired = GrantStatus::ExpiredRenewable { revision: REVISION };
         assert_eq!(status(&registry, "g", 10), expired);
         assert_eq!(
             use_grant(&mut registry, "g", 10),
@@ -729,7 +739,7 @@ mod tests {
         registry.spend(spent);
         assert_eq!(
             status(&registry, "g", 24),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         assert_eq!(status(&registry, "g", 25), expired);
     }
@@ -762,7 +772,7 @@ mod tests {
         });
         let spent = registry.check_authority("s", "c", &renew, at(5)).unwrap();
         registry.spend(spent);
-        let expired = GrantStatus::ExpiredRenewable { revision: 7 };
+        let expired = GrantStatus::ExpiredRenewable { revision: REVISION };
         assert_eq!(status(&registry, "g", 10), expired);
     }
 
@@ -830,7 +840,7 @@ mod tests {
             ..calls("g", 5)
         };
         registry.issue_grant(grant).unwrap();
-        let valid = GrantStatus::Valid { revision: 7 };
+        let valid = GrantStatus::Valid { revision: REVISION };
         let mismatch = GrantStatus::Refused(GrantRefusal::TransactionMismatch);
         let ended = GrantStatus::Refused(GrantRefusal::TransactionEnded);
         assert_eq!(
@@ -887,7 +897,7 @@ mod tests {
     fn grant_without_a_transaction_ignores_the_request_transaction() {
         let mut registry = Registry::default();
         registry.issue_grant(calls("g", 1)).unwrap();
-        let valid = GrantStatus::Valid { revision: 7 };
+        let valid = GrantStatus::Valid { revision: REVISION };
         assert_eq!(
             registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             valid
@@ -911,7 +921,7 @@ mod tests {
         registry.issue_grant(calls("h", 1)).unwrap();
         assert_eq!(
             status(&registry, "h", 0),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
     }
 
@@ -954,12 +964,12 @@ mod tests {
         // Another capability's grant, a later grant and a later transaction are untouched.
         assert_eq!(
             registry.grant_status("h", "s", "d", None, None, at(0)),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         registry.issue_grant(calls("k", 1)).unwrap();
         assert_eq!(
             status(&registry, "k", 0),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         let in_tx = |tx| Authority::Transaction(tx);
         assert_eq!(

@@ -697,6 +697,7 @@ impl InMemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::revision::Revision;
     use crate::runtime::grants::GrantLifetime;
 
     /// A key named by up to 15 bytes (distinct names, distinct keys).
@@ -829,7 +830,7 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
@@ -841,7 +842,9 @@ mod tests {
             store.commit(&grant_commit("g", &rates), at(0)),
             Err(CommitRefusal::RateLimited { charge: 0 })
         );
-        let valid = GrantStatus::Valid { revision: 1 };
+        let valid = GrantStatus::Valid {
+            revision: Revision::from_bytes([1; 32]),
+        };
         assert_eq!(store.grant_status("g", "s", "c", None, None, at(0)), valid);
     }
 
@@ -1045,7 +1048,7 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();

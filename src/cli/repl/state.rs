@@ -450,7 +450,10 @@ impl Repl {
             capgate::bytecode::disasm::disassemble_plan(capability.program.plan())
         );
         for limit in &capability.rate_limits {
-            outln!("  then  rateLimit {}", shown(&limit.summary));
+            outln!(
+                "  then  rateLimit {}",
+                shown(&crate::cli::disasm::rate_limit(capability, limit))
+            );
         }
     }
 
