@@ -1,5 +1,6 @@
 //! Startup: loading 1,000 generated skills from `.cap` sources (parse + compile + verify) versus
-//! from one `.capc` file (decode + verify), each up to a built engine.
+//! from one `.capc` file (decode + verify, then each skill's embedded manifest compiled again and
+//! compared), each up to a built engine.
 //!
 //! The skills are the bundled `.cap` policies, renamed `NAME-0` … `NAME-999` in turn, so every
 //! constraint kind (regexes, schemas, windows, bounds, rate limits) is represented. Run with
@@ -15,8 +16,8 @@
 use std::hint::black_box;
 use std::path::Path;
 
-use capgate::bytecode::decode::load_capc;
 use capgate::bytecode::encode::encode_capc;
+use capgate::compile::load_capc;
 use capgate::{Engine, Limits, LoadedPolicy, PolicyFormat, PolicyLoader};
 use criterion::{Criterion, criterion_group, criterion_main};
 

@@ -78,6 +78,9 @@ pub enum ConstraintError {
     /// The text compiled but holds nothing that can be evaluated alone (only `rateLimit`).
     #[error("{0}")]
     NotEvaluable(String),
+    /// The limits set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
 }
 
 /// The synthetic policy's first line; the constraint text starts on line 2.
@@ -95,6 +98,7 @@ pub fn evaluate_constraint(
     input: &ConstraintInput<'_>,
     limits: Limits,
 ) -> Result<ConstraintEvaluation, ConstraintError> {
+    limits.check()?;
     let source = format!("{HEADER}\n{text}\n{FOOTER}\n");
     let mut loader = PolicyLoader::new(limits);
     loader.add_text(CONSTRAINT_SOURCE, source, PolicyFormat::Cap, None);
@@ -121,6 +125,7 @@ pub fn evaluate_constraint(
     }
     let engine = Engine::builder(policy)
         .limits(limits)
+        .map_err(|error| ConstraintError::NotEvaluable(error.to_string()))?
         .clock(Arc::new(SimulatedClock::new(input.now)))
         .build();
     let request = constraint_request(input);

@@ -1,10 +1,12 @@
 #![doc = include_str!("../README.md")]
 
 pub mod authoring;
+pub mod bounded;
 pub mod bytecode;
 mod bytes;
 pub mod compile;
 pub mod engine;
+mod fold;
 pub mod format;
 pub mod limits;
 pub mod lint;
@@ -12,6 +14,7 @@ pub mod manifest;
 pub mod name;
 #[cfg(feature = "reference")]
 pub mod reference;
+pub mod revision;
 pub mod runtime;
 pub mod session;
 pub mod span;
@@ -28,6 +31,7 @@ pub use engine::{
 };
 pub use limits::Limits;
 pub use name::Name;
+pub use revision::Revision;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
 pub use vm::parse_timestamp;

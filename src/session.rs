@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::{AuditSink, Engine, LoadedPolicy, parse_json_with_depth};
+use crate::engine::{AuditSink, Engine, EngineError, LoadedPolicy, parse_json_with_depth};
 use crate::limits::Limits;
 use crate::parse_duration;
 use crate::runtime::{InMemoryStore, SimulatedClock};
@@ -33,22 +33,25 @@ pub struct Session {
 
 impl Session {
     /// Builds a session around a loaded policy.
-    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Self {
+    ///
+    /// # Errors
+    /// [`EngineError::Limits`] if `options.limits` sets a field above its fixed bound.
+    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Result<Self, EngineError> {
         let limits = options.limits.unwrap_or_default();
         let clock = Arc::new(SimulatedClock::new(chrono::DateTime::UNIX_EPOCH));
         let mut builder = Engine::builder(policy)
-            .limits(limits)
+            .limits(limits)?
             .clock(clock.clone())
             .state(Arc::new(InMemoryStore::new()))
             .observe(options.observe);
         if let Some(audit) = options.audit {
             builder = builder.audit(audit);
         }
-        Session {
+        Ok(Session {
             engine: builder.build(),
             clock,
             limits,
-        }
+        })
     }
 
     /// The session's engine.
@@ -56,14 +59,28 @@ impl Session {
         &self.engine
     }
 
-    /// Runs one line (1-based `number`, used in the output).
+    /// Runs one line (1-based `number`, used in the output). A line longer than
+    /// [`Limits::max_session_line_bytes`] is an error line, and is not read as JSON.
     pub fn run_line(&self, line: &str, number: usize) -> LineResult {
+        if line.len() > self.limits.max_session_line_bytes() {
+            return self.oversized_line(number);
+        }
         run_line(&self.engine, &self.clock, line, number, &self.limits)
     }
 
     /// The result of a line that could not be run.
     pub fn error_line(&self, number: usize, message: String) -> LineResult {
         error_line(number, message)
+    }
+
+    /// The error line for a line longer than [`Limits::max_session_line_bytes`], which a
+    /// reader ([`crate::bounded::LineReader`]) dropped without holding it.
+    pub fn oversized_line(&self, number: usize) -> LineResult {
+        let error = crate::bounded::ReadError::TooLarge {
+            what: "the line".to_owned(),
+            limit: crate::bounded::ByteLimit::session_line(&self.limits),
+        };
+        error_line(number, error.to_string())
     }
 
     /// Runs every non-blank line of a session text.
@@ -93,7 +110,7 @@ pub struct LineResult {
 }
 
 fn error_line(number: usize, message: String) -> LineResult {
-    let quoted = serde_json::to_string(&message).unwrap_or_else(|_| "\"\"".to_owned());
+    let quoted = crate::value::to_json_line(&message).unwrap_or_else(|_| "\"\"".to_owned());
     LineResult {
         text: format!(
             "line {number}: error: {}\n",
@@ -392,13 +409,13 @@ fn call(
         text.push_str(&format!("  EXPECTATION FAILED: {}\n", problems.join("; ")));
     }
     // The decision's own field order, then `line` (and the failed expectation).
-    let mut json = serde_json::to_string(&decision).unwrap_or_else(|_| "{}".to_owned());
+    let mut json = crate::value::to_json_line(&decision).unwrap_or_else(|_| "{}".to_owned());
     if json.ends_with('}') {
         json.pop();
         let comma = if json.len() > 1 { "," } else { "" };
         json.push_str(&format!(r#"{comma}"line":{number}"#));
         if failed_expectation {
-            let problems = serde_json::to_string(&problems.join("; ")).unwrap_or_default();
+            let problems = crate::value::to_json_line(&problems.join("; ")).unwrap_or_default();
             json.push_str(&format!(r#","expectation_failed":{problems}"#));
         }
         json.push('}');

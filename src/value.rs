@@ -216,9 +216,12 @@ fn is_plain_key(key: &str) -> bool {
     }
 }
 
-/// A key step as paths print it: `.key` when the key reads as a name, `["odd key"]` otherwise.
-/// (Pieces go through `write_str`, not `write!`: deny reasons print concrete paths into a
-/// `String`, where the formatting machinery cost more than the text.)
+/// A key step as paths print it: `.key` when the key reads as a name, `["odd key"]` otherwise,
+/// with the characters [`is_hidden`] holds for written as `\uXXXX` escapes (serde_json leaves
+/// DEL, C1 and bidirectional controls raw): the path reads back as the same key, and a deny
+/// reason's path cannot reorder or hide what a reader sees. (Pieces go through `write_str`, not
+/// `write!`: deny reasons print concrete paths into a `String`, where the formatting machinery
+/// cost more than the text.)
 pub(crate) fn write_key_segment(out: &mut impl fmt::Write, key: &str) -> fmt::Result {
     if is_plain_key(key) {
         out.write_char('.')?;
@@ -226,7 +229,18 @@ pub(crate) fn write_key_segment(out: &mut impl fmt::Write, key: &str) -> fmt::Re
     } else {
         let quoted = serde_json::to_string(key).map_err(|_| fmt::Error)?;
         out.write_char('[')?;
-        out.write_str(&quoted)?;
+        if quoted.chars().any(is_hidden) {
+            for c in quoted.chars() {
+                if is_hidden(c) {
+                    // Every hidden character is in the Basic Multilingual Plane.
+                    write!(out, "\\u{:04x}", u32::from(c))?;
+                } else {
+                    out.write_char(c)?;
+                }
+            }
+        } else {
+            out.write_str(&quoted)?;
+        }
         out.write_char(']')
     }
 }
@@ -429,27 +443,112 @@ pub fn truncate_str(text: &str, max: usize) -> String {
     out
 }
 
-/// `text` with every control character (C0, DEL, C1) and the line and paragraph separators
-/// U+2028/U+2029 written as escapes — `\n`, `\r`, `\t`, else `\u{1b}` — so that untrusted
-/// text in a message or a line of text output can neither start a line of its own (a forged
-/// verdict in `--format text`, say) nor drive a terminal. Borrowed when there is nothing to
-/// escape.
+/// `text` with every character [`is_hidden`] holds for written as an escape — `\n`, `\r`, `\t`,
+/// else `\u{1b}`, `\u{202e}` — so that untrusted text in a message or a line of text output can
+/// neither start a line of its own (a forged verdict in `--format text`, say), nor drive a
+/// terminal, nor reorder what a reader sees around it. Borrowed when there is nothing to escape.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    let special = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
-    if !text.chars().any(special) {
+    escape_where(text, is_hidden)
+}
+
+/// [`escape_controls`] for text of several lines (a disassembly, a source snippet, a block of
+/// output): line feeds, tabs and the carriage return of a `\r\n` stay as they are, everything
+/// else [`is_hidden`] holds for is escaped.
+pub fn escape_controls_in_lines(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    escape_where(text, |c| {
+        let layout = match c {
+            '\n' | '\t' => true,
+            '\r' => bytes.get(at + 1) == Some(&b'\n'),
+            _ => false,
+        };
+        at += c.len_utf8();
+        !layout && is_hidden(c)
+    })
+}
+
+/// True for a character that is never written raw into a message or text output: the C0 and C1
+/// controls and DEL, the line and paragraph separators U+2028/U+2029, and the bidirectional
+/// controls — the embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069, the marks
+/// U+200E/U+200F and U+061C — which make a terminal or an editor show text in an order other
+/// than the one it is read in.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c)
+}
+
+/// True for the bidirectional controls: the embeddings and overrides U+202A–U+202E, the isolates
+/// U+2066–U+2069, and the marks U+200E, U+200F and U+061C.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+    )
+}
+
+/// `value` as compact JSON, as `serde_json::to_string` writes it except that the characters
+/// [`is_hidden`] holds for are written as `\uXXXX` escapes wherever serde_json leaves them raw
+/// (DEL, C1, U+2028/U+2029, the bidirectional controls): the same JSON value, printable on a
+/// terminal line. For the JSON lines of `capgate check --format json` and `replay`.
+pub fn to_json_line<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(128);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, HiddenEscaped);
+    value.serialize(&mut serializer)?;
+    // serde_json writes UTF-8, and the escapes are ASCII.
+    Ok(String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// serde_json's compact formatter, with hidden characters in strings written as `\uXXXX`.
+struct HiddenEscaped;
+
+impl serde_json::ser::Formatter for HiddenEscaped {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut run = 0;
+        for (at, c) in fragment.char_indices() {
+            if is_hidden(c) {
+                writer.write_all(fragment.get(run..at).unwrap_or_default().as_bytes())?;
+                // Every hidden character is in the Basic Multilingual Plane.
+                write!(writer, "\\u{:04x}", u32::from(c))?;
+                run = at + c.len_utf8();
+            }
+        }
+        writer.write_all(fragment.get(run..).unwrap_or_default().as_bytes())
+    }
+}
+
+/// `text` with the characters `escape` selects written as `\n`, `\r`, `\t` or `\u{..}`, in
+/// order (the predicate sees every character once, left to right).
+fn escape_where(text: &str, mut escape: impl FnMut(char) -> bool) -> Cow<'_, str> {
+    // Every hidden character is a control below U+00A0 or at least two bytes long: ASCII text
+    // without controls is returned without looking at each character.
+    let plain_ascii = text.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if plain_ascii {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if special(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-            c => out.push(c),
+    let mut out: Option<String> = None;
+    for (at, c) in text.char_indices() {
+        if escape(c) {
+            let out = out.get_or_insert_with(|| {
+                let mut head = String::with_capacity(text.len() + 8);
+                head.push_str(text.get(..at).unwrap_or_default());
+                head
+            });
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            }
+        } else if let Some(out) = out.as_mut() {
+            out.push(c);
         }
     }
-    Cow::Owned(out)
+    out.map_or(Cow::Borrowed(text), Cow::Owned)
 }
 
 /// [`truncate_str`] of an owned string (returned as it is when nothing is cut or escaped).
@@ -482,6 +581,94 @@ mod tests {
         assert_eq!(string_for_message("x\u{7f}", 10), "\"x\\u{7f}\"");
     }
 
+    #[test]
+    fn bidi_controls_are_escaped_like_control_characters() {
+        assert_eq!(
+            escape_controls("a\u{202e}b\u{2066}c\u{2069}d\u{200e}\u{200f}\u{61c}\u{202a}"),
+            "a\\u{202e}b\\u{2066}c\\u{2069}d\\u{200e}\\u{200f}\\u{61c}\\u{202a}"
+        );
+        // Neighbours of the bidi ranges are ordinary text.
+        let neighbours = "\u{2029}\u{202f}\u{2065}\u{206a}\u{200d}\u{61b}";
+        assert_eq!(
+            escape_controls(neighbours),
+            "\\u{2029}\u{202f}\u{2065}\u{206a}\u{200d}\u{61b}"
+        );
+        // Several lines keep their line breaks, tabs and `\r\n` ends; a lone `\r` is escaped.
+        assert_eq!(
+            escape_controls_in_lines("a\tb\r\nc\u{202e}\rd\n\u{1b}[2J"),
+            "a\tb\r\nc\\u{202e}\\rd\n\\u{1b}[2J"
+        );
+        assert!(matches!(
+            escape_controls_in_lines("a\nb é"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_json_line_escapes_hidden_characters_and_keeps_the_value() {
+        let value = json!({ "a\u{202e}": ["x\u{7f}\u{85}\u{2028}\u{2066}y\n", 1] });
+        let line = to_json_line(&value).unwrap();
+        assert_eq!(line, r#"{"a\u202e":["x\u007f\u0085\u2028\u2066y\n",1]}"#);
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap(), value);
+        let plain = json!({"skill": "s", "n": [1, 2.5, null]});
+        assert_eq!(to_json_line(&plain).unwrap(), plain.to_string());
+    }
+
+    /// Any mix of text and control or bidi characters.
+    fn hostile_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                "\\PC{0,4}",
+                proptest::char::ranges(
+                    vec![
+                        '\u{0}'..='\u{1f}',
+                        '\u{7f}'..='\u{9f}',
+                        '\u{2028}'..='\u{2029}',
+                        '\u{202a}'..='\u{202e}',
+                        '\u{2066}'..='\u{2069}',
+                        '\u{200e}'..='\u{200f}',
+                        '\u{61c}'..='\u{61c}',
+                    ]
+                    .into()
+                )
+                .prop_map(String::from),
+            ],
+            0..24,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn no_message_function_lets_a_hidden_character_through(text in hostile_text(), max in 0_usize..40) {
+            let value = Value::String(text.clone());
+            for shown in [
+                escape_controls(&text).into_owned(),
+                truncate_str(&text, max),
+                string_for_message(&text, max),
+                truncate_for_message(&value, max),
+                truncate_for_message(&json!({ text.clone(): [text.clone()] }), max),
+            ] {
+                prop_assert!(!shown.chars().any(is_hidden), "{:?} → {:?}", text, shown);
+            }
+            let line = to_json_line(&json!({ text.clone(): text.clone() })).unwrap();
+            prop_assert!(!line.chars().any(is_hidden), "{:?} → {:?}", text, line);
+            prop_assert_eq!(
+                serde_json::from_str::<Value>(&line).unwrap(),
+                json!({ text.clone(): text.clone() })
+            );
+            let lines = escape_controls_in_lines(&text);
+            let raw = lines
+                .char_indices()
+                .filter(|(at, c)| {
+                    let crlf = *c == '\r' && lines.get(at + 1..).is_some_and(|t| t.starts_with('\n'));
+                    is_hidden(*c) && !matches!(c, '\n' | '\t') && !crlf
+                })
+                .count();
+            prop_assert_eq!(raw, 0, "{:?} → {:?}", text, lines);
+        }
+    }
+
     proptest! {
         #[test]
         fn a_string_for_a_message_is_its_json_text_cut(
@@ -508,6 +695,16 @@ mod tests {
 
     #[test]
     fn paths_round_trip_through_display() {
+        // A key with hidden characters prints them as JSON escapes and reads back the same.
+        let path = Path {
+            root: Root::Payload,
+            segments: vec![Segment::Key("a\u{202e}b\u{7f}\u{85}\u{1}".into())],
+        };
+        assert_eq!(
+            path.to_string(),
+            "payload[\"a\\u202eb\\u007f\\u0085\\u0001\"]"
+        );
+        assert_eq!(Path::parse(&path.to_string()).unwrap(), path);
         for text in [
             "payload",
             "payload.attendees[*].email",

@@ -1,6 +1,7 @@
 //! The `.capc` compiled-policy file: round trips, decisions equal to the sources', header and
-//! checksum rejection, the verifier at load, the loader and CLI wiring, and a never-panic property
-//! over random and mutated bytes.
+//! checksum rejection, the verifier at load, each skill checked against its embedded manifest
+//! (revision and bytecode), the loader and CLI wiring, and properties over random and mutated
+//! bytes: never a panic, and never a policy that decides otherwise than the original.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,13 +12,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use capgate::bytecode::decode::{CapcError, load_capc};
-use capgate::bytecode::disasm::disassemble;
+use capgate::bytecode::decode::CapcError;
+use capgate::bytecode::disasm::{disassemble, required_checks};
 use capgate::bytecode::encode::{FORMAT_VERSION, MAGIC, encode_capc, fnv1a64};
 use capgate::bytecode::index::{CheckIdx, Index};
-use capgate::bytecode::program::CompiledSkill;
-use capgate::bytecode::verify::VerifyReason;
-use capgate::{Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Session, SessionOptions};
+use capgate::bytecode::op::Op;
+use capgate::bytecode::program::{CheckInfo, CompiledSkill, Program};
+use capgate::bytecode::verify::{VerifyReason, verify};
+use capgate::compile::load_capc;
+use capgate::{
+    Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Revision, Session, SessionOptions,
+};
 use proptest::prelude::*;
 
 fn policies_dir() -> PathBuf {
@@ -93,9 +98,12 @@ fn every_session_decides_the_same_from_capc_as_from_source() {
     assert!(sessions.len() >= 6, "expected the bundled sessions");
     for path in sessions {
         let text = std::fs::read_to_string(&path).unwrap();
-        let from_source = Session::new(load_sources(), SessionOptions::default()).run_text(&text);
-        let from_capc =
-            Session::new(load_bytes(&bytes).unwrap(), SessionOptions::default()).run_text(&text);
+        let from_source = Session::new(load_sources(), SessionOptions::default())
+            .unwrap()
+            .run_text(&text);
+        let from_capc = Session::new(load_bytes(&bytes).unwrap(), SessionOptions::default())
+            .unwrap()
+            .run_text(&text);
         assert_eq!(from_source.len(), from_capc.len(), "{}", path.display());
         for (a, b) in from_source.iter().zip(&from_capc) {
             assert_eq!(a, b, "{}", path.display());
@@ -150,7 +158,8 @@ fn decoded_skills_keep_identity_gating_and_programs() {
                 &a.hash,
                 &a.signer,
                 &a.location,
-                a.revision
+                a.revision,
+                &a.manifest
             ),
             (
                 &b.name,
@@ -158,7 +167,8 @@ fn decoded_skills_keep_identity_gating_and_programs() {
                 &b.hash,
                 &b.signer,
                 &b.location,
-                b.revision
+                b.revision,
+                &b.manifest
             )
         );
         for (x, y) in a.capabilities.iter().zip(&b.capabilities) {
@@ -740,10 +750,17 @@ fn regression_schema_limits_above_the_compilers_are_refused_at_load() {
             "{message}"
         );
     }
-    // Tighter limits than the compiler's are a file's own business.
+    // Tighter limits are not what the manifest compiles to either: the bytecode must be exactly
+    // that (before the manifest was embedded, tighter limits were the file's own business).
     let mut tighter = compiled;
     patch_schema_limits(&mut tighter, 64, 1_000);
-    assert!(load_bytes(&tighter).is_ok());
+    assert_eq!(
+        load_bytes(&tighter).unwrap_err(),
+        CapcError::ManifestMismatch {
+            skill: "dag".to_owned(),
+            capability: Some("c".to_owned())
+        }
+    );
 }
 
 /// Found in review: a decode error gave only a byte offset; it now names the skill and the
@@ -790,4 +807,323 @@ fn decode_errors_name_only_what_is_being_read() {
         message.contains("of skill `ab` capability `last`"),
         "{message}"
     );
+}
+
+// --- integrity: each skill is what its embedded manifest compiles to --------------------------
+
+/// Skill `guarded`: one capability that admits only `payload.role == "user"`.
+fn guarded() -> LoadedPolicy {
+    policy_text(
+        "guarded",
+        "  capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n    fieldEquals payload.role == \"user\"\n  }",
+    )
+}
+
+fn admin_request() -> capgate::Request {
+    let mut request = capgate::Request::new("guarded", "GET", "https://api.example.com/x");
+    request.payload = serde_json::json!({"role": "admin"});
+    request
+}
+
+/// Where `needle` starts in `bytes`.
+fn find(bytes: &[u8], needle: &[u8]) -> usize {
+    bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("the bytes searched for")
+}
+
+#[test]
+fn a_capc_whose_bytecode_differs_from_its_manifest_is_refused() {
+    let policy = guarded();
+    let honest = encode_capc(&policy.skills).unwrap();
+    assert!(load_bytes(&honest).is_ok());
+    let refused = CapcError::ManifestMismatch {
+        skill: "guarded".to_owned(),
+        capability: Some("c".to_owned()),
+    };
+
+    // A hand-made file: `guarded`'s manifest and revision, the checksum right, every program
+    // verified, and the capability's program `accept` alone (as the same capability compiles
+    // without its constraint).
+    let open = policy_text(
+        "guarded",
+        "  capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n  }",
+    );
+    let mut forged = policy.skills.clone();
+    forged[0].capabilities[0].program = open.skills[0].capabilities[0].program.clone();
+    // Loaded, it would allow what the manifest denies.
+    let engine = |skills: Vec<CompiledSkill>| {
+        capgate::Engine::builder(LoadedPolicy {
+            skills,
+            sources: capgate::span::SourceMap::new(),
+        })
+        .build()
+    };
+    assert_eq!(
+        engine(policy.skills.clone())
+            .check(&admin_request())
+            .decision,
+        capgate::Verdict::Deny
+    );
+    assert_eq!(
+        engine(forged.clone()).check(&admin_request()).decision,
+        capgate::Verdict::Allow
+    );
+    let bytes = encode_capc(&forged).unwrap();
+    assert_eq!(load_bytes(&bytes).unwrap_err(), refused);
+
+    // The same by editing bytes: `eq p0 c0` made `optional` (it then holds for a request without
+    // `role`), the checksum recomputed.
+    let mut edited = honest.clone();
+    let eq_require_accept = [0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0e, 0, 0, 0, 0, 0x0f];
+    let optional = find(&edited, &eq_require_accept) + 9;
+    edited[optional] = 1;
+    reseal(&mut edited);
+    assert_eq!(load_bytes(&edited).unwrap_err(), refused);
+
+    // The manifest edited and its revision recomputed, the bytecode left as it was.
+    let manifest = policy.skills[0].manifest.to_string();
+    let edited_manifest = manifest.replace("\"user\"", "\"root\"");
+    assert_ne!(manifest, edited_manifest);
+    let mut edited = honest.clone();
+    let at = find(&edited, manifest.as_bytes());
+    edited[at..at + manifest.len()].copy_from_slice(edited_manifest.as_bytes());
+    let revision = find(&edited, policy.skills[0].revision.as_bytes());
+    edited[revision..revision + 32]
+        .copy_from_slice(Revision::of_manifest(edited_manifest.as_bytes()).as_bytes());
+    reseal(&mut edited);
+    assert_eq!(load_bytes(&edited).unwrap_err(), refused);
+
+    // A skill's own field changed (its version), the manifest left as it was.
+    let mut other_version = policy.skills.clone();
+    other_version[0].version = "9.9.9".to_owned();
+    assert_eq!(
+        load_bytes(&encode_capc(&other_version).unwrap()).unwrap_err(),
+        CapcError::ManifestMismatch {
+            skill: "guarded".to_owned(),
+            capability: None,
+        }
+    );
+
+    // The loader, and so every command that takes `-p FILE.capc`, names the file and the place.
+    let dir = temp_dir("forged");
+    let file = dir.join("forged.capc");
+    std::fs::write(&file, &bytes).unwrap();
+    let error = PolicyLoader::new(Limits::DEFAULT)
+        .finish_paths(&[&file])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("forged.capc"), "{error}");
+    assert!(
+        error.contains("skill `guarded` capability `c`: the bytecode is not what the skill's embedded manifest compiles to"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_capc_whose_stored_revision_differs_is_refused() {
+    let policy = guarded();
+    let skill = &policy.skills[0];
+    assert_eq!(
+        skill.revision,
+        Revision::of_manifest(skill.manifest.as_bytes())
+    );
+    let mut bytes = encode_capc(&policy.skills).unwrap();
+    let at = find(&bytes, skill.revision.as_bytes());
+    bytes[at] ^= 1;
+    reseal(&mut bytes);
+    let mut stored = *skill.revision.as_bytes();
+    stored[0] ^= 1;
+    assert_eq!(
+        load_bytes(&bytes).unwrap_err(),
+        CapcError::RevisionMismatch {
+            skill: "guarded".to_owned(),
+            stored: Revision::from_bytes(stored),
+            computed: skill.revision,
+        }
+    );
+}
+
+#[test]
+fn an_embedded_manifest_that_is_not_canonical_or_does_not_compile_is_refused() {
+    let policy = guarded();
+    let with_manifest = |manifest: String| {
+        let mut skills = policy.skills.clone();
+        skills[0].revision = Revision::of_manifest(manifest.as_bytes());
+        skills[0].manifest = manifest.into();
+        load_bytes(&encode_capc(&skills).unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    // Valid JSON for the same skill, but not the canonical text the revision is defined over.
+    let spaced = format!("{} ", policy.skills[0].manifest);
+    let message = with_manifest(spaced);
+    assert!(
+        message.contains("skill `guarded`: the embedded manifest is not canonical"),
+        "{message}"
+    );
+    let message = with_manifest("{}".to_owned());
+    assert!(
+        message.contains("skill `guarded`: the embedded manifest does not compile: "),
+        "{message}"
+    );
+    let broken = policy.skills[0]
+        .manifest
+        .replace("payload.role", "payload.role[*");
+    let message = with_manifest(broken);
+    assert!(
+        message.contains("skill `guarded`: the embedded manifest does not compile: "),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_old_format_capc_is_refused_with_a_recompile_hint() {
+    let mut bytes = policies_capc();
+    let old = FORMAT_VERSION - 1;
+    bytes[MAGIC.len()..MAGIC.len() + 2].copy_from_slice(&old.to_le_bytes());
+    let error = load_bytes(&bytes).unwrap_err();
+    assert_eq!(
+        error,
+        CapcError::UnsupportedVersion {
+            found: old,
+            supported: FORMAT_VERSION
+        }
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!(
+            "`.capc` format version {old} is older than version {FORMAT_VERSION}"
+        )) && message.contains("recompile the policy sources with `capgate compile`"),
+        "{message}"
+    );
+    // As a command reports it.
+    let dir = temp_dir("old");
+    let file = dir.join("old.capc");
+    std::fs::write(&file, &bytes).unwrap();
+    let request = dir.join("request.json");
+    std::fs::write(
+        &request,
+        r#"{"skill":"email-send","operation":"GET","resource":"https://nowhere.example/"}"#,
+    )
+    .unwrap();
+    let check = capgate(&[
+        "check",
+        "-p",
+        file.to_str().unwrap(),
+        "-r",
+        request.to_str().unwrap(),
+    ]);
+    assert_eq!(check.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(stderr.contains("old.capc"), "{stderr}");
+    assert!(stderr.contains("recompile"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn disasm_lists_only_checks_that_the_instructions_run() {
+    let policy = guarded();
+    let compiled = policy.skills[0].capabilities[0].program.program();
+    let check0 = CheckIdx::from_usize(0).unwrap();
+    assert_eq!(required_checks(compiled), vec![check0]);
+    let listed = "check0   fieldEquals payload.role == \"user\"";
+    assert!(disassemble(compiled).contains(listed));
+
+    // A hand-made program: `accept` first, the compiled code after it where it never runs; the
+    // check table and its ranges kept. The verifier accepts it (unreachable code cannot run).
+    let mut program: Program = compiled.clone();
+    program.code.insert(0, Op::Accept);
+    program.debug.insert(0, None);
+    for check in &mut program.checks {
+        check.code_start += 1;
+        check.code_end += 1;
+    }
+    assert!(verify(program.clone()).is_ok());
+    assert!(required_checks(&program).is_empty());
+    let text = disassemble(&program);
+    assert!(!text.contains("checks:"), "{text}");
+    assert!(!text.contains("fieldEquals"), "{text}");
+    // The code is still shown as it is, `require check0` included, after the `accept`.
+    assert!(text.contains("0000  accept"), "{text}");
+
+    // Of two checks in the table, the one no `require` names is not listed.
+    let info = |summary: &str| CheckInfo {
+        constraint: "fieldEquals",
+        location: None,
+        summary: summary.to_owned(),
+        code_start: 0,
+        code_end: 2,
+    };
+    let check1 = CheckIdx::from_usize(1).unwrap();
+    let program = Program {
+        code: vec![Op::Push(true), Op::Require { check: check1 }, Op::Accept],
+        debug: vec![None; 3],
+        checks: vec![info("never required"), info("required")],
+        ..Program::default()
+    };
+    assert!(verify(program.clone()).is_ok());
+    assert_eq!(required_checks(&program), vec![check1]);
+    let text = disassemble(&program);
+    assert!(text.contains("check1   required"), "{text}");
+    assert!(!text.contains("never required"), "{text}");
+}
+
+/// The bundled meeting-scheduler session run on `policy`: each line's output, less the
+/// `source` of its reasons (the policy lines they point to; a `.capc` file's locations are not
+/// part of its manifest).
+fn scheduler_decisions(policy: LoadedPolicy) -> Vec<serde_json::Value> {
+    fn without_sources(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(members) => {
+                members.remove("source");
+                members.values_mut().for_each(without_sources);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(without_sources),
+            _ => {}
+        }
+    }
+    let session = policies_dir().join("meeting-scheduler/meeting-scheduler.session.jsonl");
+    let text = std::fs::read_to_string(session).unwrap();
+    Session::new(policy, SessionOptions::default())
+        .unwrap()
+        .run_text(&text)
+        .into_iter()
+        .map(|line| {
+            let mut output = line.output;
+            without_sources(&mut output);
+            output
+        })
+        .collect()
+}
+
+thread_local! {
+    static SCHEDULER_DECISIONS: Vec<serde_json::Value> =
+        scheduler_decisions(load_bytes(&SMALL.with(Clone::clone)).unwrap());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever bytes of a valid file change (the checksum recomputed, as a hand-made file's
+    /// would be), the file is refused or loads to a policy that decides every line of the
+    /// session as the original does: a mutation never yields another accepted policy.
+    #[test]
+    fn a_mutated_capc_is_refused_or_decides_as_the_original(
+        mutations in proptest::collection::vec(mutation(), 1..4),
+    ) {
+        let mut bytes = SMALL.with(Clone::clone);
+        for m in &mutations {
+            apply(&mut bytes, m);
+        }
+        if bytes.len() > MAGIC.len() + 3 && bytes.len() >= body_offset(&bytes) {
+            reseal(&mut bytes);
+        }
+        if let Ok(policy) = load_bytes(&bytes) {
+            let original = SCHEDULER_DECISIONS.with(Clone::clone);
+            prop_assert_eq!(scheduler_decisions(policy), original);
+        }
+    }
 }

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use capgate::tape::Tape;
+use capgate::tape::{Repeats, Tape};
 use capgate::{
     AuditRecord, AuditSink, Engine, Limits, PolicyFormat, PolicyLoader, SimulatedClock, Verdict,
     parse_timestamp,
@@ -52,6 +52,7 @@ fn engine(sink: Arc<Records>) -> Engine {
     let now = parse_timestamp("2026-12-01T10:00:00Z").unwrap();
     Engine::builder(loader.finish().unwrap())
         .limits(LIMITS)
+        .unwrap()
         .clock(Arc::new(SimulatedClock::new(now)))
         .audit(sink)
         .build()
@@ -95,6 +96,11 @@ fn check_doc_decides_as_check_slice_on_every_kind_of_input() {
         ),
         // larger than max_request_bytes
         long,
+        // member names equal up to case: refused by the engine's own parse, which a document
+        // parsed without that rule (`Tape::parse`) gets
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":1,"N":20}}"#
+            .to_owned(),
+        r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"N":20}}"#.to_owned(),
     ];
     for input in &inputs {
         let (slice_sink, doc_sink) = (Arc::new(Records::default()), Arc::new(Records::default()));
@@ -141,10 +147,33 @@ fn the_fallbacks_are_reached() {
     }
 }
 
+#[test]
+fn a_document_parsed_without_refusing_case_variants_is_parsed_again() {
+    let sink = Arc::new(Records::default());
+    let engine = engine(sink);
+    assert_eq!(engine.repeats(), Repeats::CaseFolded);
+    let input = r#"{"skill":"s","operation":"call","resource":"tool:t","payload":{"n":1,"N":20}}"#;
+    let mut tape = Tape::new();
+    // Parsed as the engine parses, the document is refused before any decision.
+    assert!(
+        tape.parse_with(input.as_bytes(), 1_000, Repeats::CaseFolded)
+            .is_err()
+    );
+    // Parsed with exact repeats, it is decided as `check_slice` decides it: refused (`input`),
+    // not allowed on `n`.
+    let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
+    assert_eq!(doc.repeats(), Repeats::Exact);
+    let decision = engine.check_doc(&doc);
+    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.reasons[0].constraint.as_str(), "input");
+    assert_eq!(decision, engine.check_slice(input.as_bytes()));
+}
+
 /// Regression (found in review): `check_slice` added the parse headroom to `max_payload_depth`
 /// unchecked, so a limit near `usize::MAX` panicked in debug builds and, with overflow checks
 /// off, wrapped to a tiny depth limit that refused an ordinary request — while `check_doc`
-/// allowed it. The sum now saturates.
+/// allowed it. The sum saturates, and such a limit is refused before any engine is built:
+/// payloads are walked recursively, so no depth above `MAX_PAYLOAD_DEPTH` can be honoured.
 #[test]
 fn regression_a_payload_depth_limit_near_usize_max_does_not_overflow() {
     for max_payload_depth in [usize::MAX, usize::MAX - 3, usize::MAX - 7] {
@@ -152,20 +181,14 @@ fn regression_a_payload_depth_limit_near_usize_max_does_not_overflow() {
             max_payload_depth,
             ..Limits::DEFAULT
         };
-        let mut loader = PolicyLoader::new(limits);
+        assert_eq!(limits.parse_depth(), usize::MAX);
+        let mut loader = PolicyLoader::new(Limits::DEFAULT);
         loader.add_text("p.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
-        let engine = Engine::builder(loader.finish().unwrap())
+        let error = Engine::builder(loader.finish().unwrap())
             .limits(limits)
-            .build();
-        let input = nested(10);
-        let slice = engine.check_slice(input.as_bytes());
-        assert_eq!(slice.decision, Verdict::Allow, "{slice:?}");
-        let mut tape = Tape::new();
-        let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
-        assert_eq!(engine.check_doc(&doc), slice);
-        // The full parse (the fallback for bytes the tape path does not read) too.
-        let refused =
-            engine.check_slice(br#"{"skill":"s","operation":"call","resource":"tool:t","x":1}"#);
-        assert_eq!(refused.decision, Verdict::Deny);
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("max_payload_depth"), "{error}");
+        assert!(error.contains("512"), "{error}");
     }
 }

@@ -269,3 +269,50 @@ fn regression_a_deeply_nested_session_line_still_counts_as_a_test() {
         assert_eq!(last_line(&output), "0 passed, 1 failed", "depth {depth}");
     }
 }
+
+/// A session line over `Limits::max_session_line_bytes` fails as a line that could not run,
+/// without being held whole, and the lines after it still run as tests.
+#[test]
+fn an_oversized_session_line_fails_that_line_and_the_rest_still_run() {
+    let call = r#"{"call": {"skill": "s", "operation": "GET", "resource": "https://api.example.com/items/1", "payload": {"note": "hi"}}, "expect": "allow"}"#;
+    let huge = format!(
+        r#"{{"call": {{"skill": "s", "operation": "GET", "resource": "https://api.example.com/items/1", "payload": {{"note": "{}"}}}}, "expect": "deny"}}"#,
+        "a".repeat(3 << 20)
+    );
+    let dir = project("s.session.jsonl", &format!("{call}\n{huge}\n{call}\n"));
+    let output = capgate(&["test", "s.session.jsonl"], &dir);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with("FAIL s.session.jsonl:2\n"), "{text}");
+    assert!(
+        text.contains(
+            "the line could not run: the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)"
+        ),
+        "{text}"
+    );
+    assert_eq!(last_line(&output), "2 passed, 1 failed");
+}
+
+/// A `.captest` file over `Limits::max_policy_file_bytes` is refused from its size (this one is
+/// a terabyte, sparse: reading it would take minutes).
+#[test]
+fn a_test_file_over_the_limit_is_refused_without_reading_it() {
+    let dir = project(
+        "s.captest",
+        &format!("{DEFAULTS}[case allowed]\nexpect allow\n"),
+    );
+    std::fs::File::create(dir.join("big.captest"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let output = capgate(&["test", "."], &dir);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains(
+            "`./big.captest` is larger than the 4194304-byte limit (`Limits::max_policy_file_bytes`)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

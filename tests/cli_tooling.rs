@@ -112,6 +112,36 @@ fn lint_warns_with_codes_and_exits_0() {
     }
 }
 
+/// Reviewers approve what they see: a bidirectional control written raw in a string literal
+/// (of a `.cap` file or a JSON manifest) is a lint error, CG011, without `--deny warnings`; the
+/// same character written as an escape is not.
+#[test]
+fn a_bidi_control_in_a_string_is_a_lint_error() {
+    let dir = temp_dir();
+    let raw = FORMATTED.replace("current organization", "current \u{202e}organization");
+    let cap = write(&dir, "b.cap", &raw);
+    let output = capgate(&["lint", &cap]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert!(stderr(&output).contains("CG011"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("error: 1 lint error"),
+        "{}",
+        stderr(&output)
+    );
+    let json = r#"{"skill": {"name": "s", "version": "1"}, "risk": "low", "capabilities": [{"name": "c",
+        "resource": "https://api.example.com/v1", "operations": ["GET"],
+        "justification": "Reads the items of the current \u202e organization."}]}"#;
+    let escaped = write(&dir, "e.json", json);
+    let output = capgate(&["lint", &escaped]);
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let raw_json = write(&dir, "r.json", &json.replace("\\u202e", "\u{202e}"));
+    let output = capgate(&["--error-format", "json", "lint", &raw_json]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(report["code"], "CG011");
+    assert_eq!(report["severity"], "error");
+}
+
 #[test]
 fn lint_deny_warnings_exits_1_on_a_warning_and_0_without() {
     let dir = temp_dir();

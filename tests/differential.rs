@@ -28,7 +28,7 @@ use capgate::syntax::ast::{
 };
 use capgate::value::{Path, Root, Segment};
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::vm::{Input, RegexBudget, run_counted};
+use capgate::vm::{Input, RegexBudget, VmError, run_counted};
 use capgate::{Decision, Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict};
 use chrono::{DateTime, FixedOffset, SecondsFormat, TimeZone, Utc};
 use proptest::prelude::*;
@@ -66,7 +66,7 @@ fn sp<T>(node: T) -> Spanned<T> {
 // ---------------------------------------------------------------------------------------------
 // Policy generation.
 
-const KEYS: [&str; 7] = ["a", "b", "n", "a.b", "", "[*]", "x-y"];
+const KEYS: [&str; 8] = ["a", "b", "n", "a.b", "", "[*]", "x-y", "sk"];
 const REGEXES: [(&str, &[&str]); 9] = [
     ("ab+c", &["abc", "abbbc"]),
     ("[a-z]{2,3}", &["ab", "xyz"]),
@@ -111,9 +111,10 @@ const ZONES: [&str; 5] = [
     "Asia/Kolkata",
     "Australia/Lord_Howe",
 ];
-const SCHEMAS: [&str; 8] = [
+const SCHEMAS: [&str; 9] = [
     r#"{"type": "object"}"#,
     r#"{"type": "object", "required": ["a"]}"#,
+    r#"{"required": ["sk"], "dependentRequired": {"a": ["n"]}, "properties": {"b": {"type": "number"}}}"#,
     r#"{"properties": {"n": {"type": "number", "maximum": 10}}}"#,
     r#"{"properties": {"a": {"type": "string", "pattern": "^x"}}, "additionalProperties": {"type": "array"}}"#,
     r#"{"type": "array", "items": {"type": "integer"}}"#,
@@ -792,12 +793,19 @@ fn plant(value: &mut Value, segments: &[Segment], rng: &mut Rng, pool: &[Value])
             if rng.chance(8) {
                 return; // absent
             }
-            plant(
-                map.entry(key.clone()).or_insert(Value::Null),
-                rest,
-                rng,
-                pool,
-            );
+            // A case variant of the name beside it (two names an upstream that binds members
+            // case-insensitively may read either of), or in its place (a name it reads as this
+            // one where capgate finds none).
+            if rng.chance(3) {
+                if let Some(variant) = case_variant(key, rng) {
+                    map.insert(variant, rng.pick(pool).clone());
+                }
+            }
+            let name = match case_variant(key, rng) {
+                Some(variant) if rng.chance(4) => variant,
+                _ => key.clone(),
+            };
+            plant(map.entry(name).or_insert(Value::Null), rest, rng, pool);
         }
         Segment::Index(i) => {
             let items = ensure_array(value);
@@ -821,6 +829,37 @@ fn plant(value: &mut Value, segments: &[Segment], rng: &mut Rng, pool: &[Value])
             }
         }
     }
+}
+
+/// A spelling of `name` other than `name` that is equal to it under simple case folding (some
+/// letters' case flipped, `k` as the KELVIN SIGN, `s` as LONG S); `None` for a name without
+/// letters.
+fn case_variant(name: &str, rng: &mut Rng) -> Option<String> {
+    let letters = name.chars().filter(char::is_ascii_alphabetic).count();
+    if letters == 0 {
+        return None;
+    }
+    let must = rng.below(letters);
+    let mut seen = 0;
+    let variant: String = name
+        .chars()
+        .map(|c| {
+            if !c.is_ascii_alphabetic() {
+                return c;
+            }
+            seen += 1;
+            if seen - 1 != must && rng.chance(50) {
+                return c;
+            }
+            match c {
+                'k' | 'K' if rng.chance(30) => '\u{212A}',
+                's' | 'S' if rng.chance(30) => '\u{17F}',
+                _ if c.is_ascii_lowercase() => c.to_ascii_uppercase(),
+                _ => c.to_ascii_lowercase(),
+            }
+        })
+        .collect();
+    Some(variant)
 }
 
 fn document(case: &Case, root: Root, rng: &mut Rng) -> Value {
@@ -1019,6 +1058,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             now,
             max_array_scan: engine.limits().max_array_scan,
             regex_budget: &RegexBudget::unlimited(),
+            refuse_case_variants: engine.limits().refuse_case_variant_reads,
         };
         let program = capability.program.program();
         let tests = program
@@ -1036,7 +1076,12 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
                 )
             })
             .count() as u64;
-        let (_, steps) = run_counted(&capability.program, &input).unwrap();
+        let steps = match run_counted(&capability.program, &input) {
+            Ok((_, steps)) => steps,
+            // A case variant of a name read refuses the request: no outcome to bound.
+            Err(VmError::CaseVariant { .. }) => continue,
+            Err(error) => panic!("{error}"),
+        };
         assert!(
             steps.instructions <= program.code.len() as u64,
             "{} instructions for a program of {}",
@@ -1091,7 +1136,35 @@ fn run_case(seed: u64) {
         let mut reversed = String::new();
         write_reversed(&serde_json::to_value(&request).unwrap(), &mut reversed);
         let reversed = reversed.into_bytes();
-        for bytes in [&compact, &pretty, &reversed] {
+        // Every character outside ASCII escaped (`\u212a`), member names included.
+        let escaped = escape_non_ascii(&String::from_utf8(compact.clone()).unwrap()).into_bytes();
+        // Two member names of one object equal up to case: the request parsers refuse it
+        // (`input`), the tape's first of all, whatever `check` makes of the request as built.
+        let strict =
+            Request::from_value(serde_json::to_value(&request).unwrap(), from_cap.limits());
+        if let Err(error) = strict {
+            assert!(
+                matches!(error, capgate::RequestError::CaseVariantMembers { .. }),
+                "{error}"
+            );
+            for bytes in [&compact, &pretty, &reversed, &escaped] {
+                assert_eq!(from_cap.check_slice_tape_only(bytes), None, "seed {seed}");
+                let decision = from_cap.check_slice(bytes);
+                assert_eq!(decision.decision, Verdict::Deny);
+                assert_eq!(
+                    engine_view(&decision).failures,
+                    [ReferenceFailure {
+                        capability: None,
+                        constraint: "input"
+                    }]
+                );
+                let value = serde_json::from_slice(bytes).unwrap();
+                assert_eq!(from_cap.check_value(value), decision, "seed {seed}");
+            }
+            check_cost_bound(&from_cap, &request, now);
+            continue;
+        }
+        for bytes in [&compact, &pretty, &reversed, &escaped] {
             let tape = from_cap
                 .check_slice_tape_only(bytes)
                 .expect("the tape path reads every generated request");
@@ -1109,6 +1182,23 @@ fn run_case(seed: u64) {
         }
         check_cost_bound(&from_cap, &request, now);
     }
+}
+
+/// `json` with every character outside ASCII written as a `\u` escape (a surrogate pair
+/// beyond the BMP); JSON text outside strings is ASCII, so only strings change.
+fn escape_non_ascii(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
 }
 
 /// Writes `value` as JSON with every object's members in reverse name order.

@@ -2277,6 +2277,66 @@ fn rate_limit_by_path_keeps_one_window_per_value() {
 }
 
 #[test]
+fn rate_keys_of_other_limits_capabilities_and_skills_are_apart() {
+    // The same `by` value under another limit index, capability or skill is another key: the
+    // hash covers the skill, capability and index before the value.
+    let cap = r#"
+skill "s" {
+  version "1"
+  capability "a" { resource tool "a" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id
+    rateLimit 1 per hour burst 1 by agent.id }
+  capability "b" { resource tool "b" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id }
+}
+skill "s2" {
+  version "1"
+  capability "a" { resource tool "a" operations call lifetime process justification "t"
+    rateLimit 1 per hour by agent.id }
+}"#;
+    let (engine, _clock) = stateful(cap);
+    let call = |skill: &str, tool: &str| {
+        json!({"skill": skill, "operation": "call", "resource": format!("tool:{tool}"),
+               "agent": {"id": "x"}, "payload": {}})
+    };
+    for (skill, tool) in [("s", "a"), ("s", "b"), ("s2", "a")] {
+        assert_allow(&decide(&engine, &call(skill, tool)));
+        assert_deny(&decide(&engine, &call(skill, tool)), ReasonKind::RateLimit);
+    }
+}
+
+#[test]
+fn replicas_sharing_a_rate_key_secret_share_their_keys() {
+    // Engines on one store count a caller under one key only if they hash with the same secret:
+    // the secret comes from a file every replica reads, never from the process.
+    let cap = rate_skill("1 per hour by payload.user");
+    let store = Arc::new(InMemoryStore::new());
+    let replica = |secret: &[u8]| {
+        Engine::builder(load(&cap))
+            .clock(Arc::new(SimulatedClock::new(at(T0))))
+            .state(store.clone())
+            .rate_key_secret(secret)
+            .unwrap()
+            .build()
+    };
+    let (a, b) = (replica(b"0123456789abcdef"), replica(b"0123456789abcdef"));
+    let call = tool(json!({"ok": true, "user": "u"}));
+    assert_allow(&decide(&a, &call));
+    assert_deny(&decide(&b, &call), ReasonKind::RateLimit);
+    // Another secret, or none, is another key space.
+    assert_allow(&decide(&replica(b"fedcba9876543210"), &call));
+    let unkeyed = Engine::builder(load(&cap))
+        .clock(Arc::new(SimulatedClock::new(at(T0))))
+        .state(store.clone())
+        .build();
+    assert_allow(&decide(&unkeyed, &call));
+    // A secret too short to be one (an empty file, say) is refused.
+    let short = Engine::builder(load(&cap)).rate_key_secret(b"short");
+    let message = short.unwrap_err().to_string();
+    assert!(message.contains("at least 16 bytes"), "{message}");
+}
+
+#[test]
 fn several_rate_limits_are_consumed_together_or_not_at_all() {
     let cap = r#"
 skill "s" {
@@ -2598,9 +2658,311 @@ fn reload_that_adds_a_capability_under_the_same_name_does_not_revive_its_grants(
         ReasonKind::Resource,
     );
     engine.reload(load(&amount_skill(100, "POST", PAY)));
-    // The skill is back with the same text, hence the same revision: the grant is valid again
-    // (it was never revoked, only unusable while the capability was missing).
-    assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 1, "old")));
+    // The skill is back with the same text, hence the same revision; the grant stays void all
+    // the same (SPEC §5.2: a removed capability invalidates it), and new grants work.
+    let decision = decide(&engine, &pay("POST", PAY_ACME, 1, "old"));
+    assert_deny(&decision, ReasonKind::Grant);
+    assert!(
+        decision.reasons[0].message.contains("removed"),
+        "{decision:?}"
+    );
+    engine
+        .issue_grant("s", "pay", None, Some("new".into()))
+        .unwrap();
+    assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 1, "new")));
+}
+
+/// Issue 40, item 4: a grant refused while a reload had removed its capability was allowed
+/// again once a later reload added the capability back. Both a grant presented while the
+/// capability was gone and one that was not stay void, under the same and under another
+/// revision, and so does the capability's implicit grant in a transaction begun before.
+#[test]
+fn a_grant_of_a_removed_capability_stays_invalid_after_it_is_re_added() {
+    let without_c = r#"skill "s" { version "1" capability "d" {
+        resource tool "u" operations call lifetime process justification "test" } }"#;
+    for re_added in [lifetime_skill("call 5"), lifetime_skill("call 6")] {
+        let (engine, _clock) = stateful(&lifetime_skill("call 5"));
+        for token in ["looked-at", "not-looked-at"] {
+            engine
+                .issue_grant("s", "c", None, Some(token.into()))
+                .unwrap();
+        }
+        assert_allow(&decide(&engine, &granted("looked-at")));
+        engine.reload(load(without_c));
+        assert_deny(
+            &decide(&engine, &granted("looked-at")),
+            ReasonKind::Resource,
+        );
+        engine.reload(load(&re_added));
+        for token in ["looked-at", "not-looked-at"] {
+            let decision = decide(&engine, &granted(token));
+            assert_deny(&decision, ReasonKind::Grant);
+            assert_eq!(kinds(&decision), vec!["grant"], "{token}: {decision:?}");
+        }
+        // A later reload that keeps the capability does not revive them either.
+        engine.reload(load(&lifetime_skill("call 7")));
+        assert_deny(
+            &decide(&engine, &granted("not-looked-at")),
+            ReasonKind::Grant,
+        );
+        engine
+            .issue_grant("s", "c", None, Some("fresh".into()))
+            .unwrap();
+        assert_allow(&decide(&engine, &granted("fresh")));
+    }
+    // Removing the whole skill withdraws its capabilities too.
+    let (engine, _clock) = stateful(&lifetime_skill("call 5"));
+    engine
+        .issue_grant("s", "c", None, Some("g".into()))
+        .unwrap();
+    engine.reload(load(
+        &tool_skill("").replace("skill \"s\"", "skill \"other\""),
+    ));
+    engine.reload(load(&lifetime_skill("call 5")));
+    assert_deny(&decide(&engine, &granted("g")), ReasonKind::Grant);
+    // A transaction's implicit grant: the transaction begun before the removal stays refused,
+    // one begun after it is not.
+    let (engine, _clock) = stateful(&lifetime_skill("transaction"));
+    engine.begin_transaction("before").unwrap();
+    let in_tx = |tx: &str| with(tool(json!({"ok": true})), "transaction", json!(tx));
+    assert_allow(&decide(&engine, &in_tx("before")));
+    engine.reload(load(without_c));
+    engine.reload(load(&lifetime_skill("transaction")));
+    engine.begin_transaction("after").unwrap();
+    let decision = decide(&engine, &in_tx("before"));
+    assert_deny(&decision, ReasonKind::Grant);
+    assert!(
+        decision.reasons[0]
+            .message
+            .contains("before a reload removed"),
+        "{decision:?}"
+    );
+    assert_allow(&decide(&engine, &in_tx("after")));
+}
+
+/// An in-memory store that cannot record withdrawals while `failing` is set (a remote store
+/// that lost its server).
+#[derive(Debug, Default)]
+struct ForgetfulStore {
+    inner: InMemoryStore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl capgate::runtime::StateStore for ForgetfulStore {
+    fn begin_transaction(&self, transaction: &str) -> Result<(), capgate::runtime::StateError> {
+        self.inner.begin_transaction(transaction)
+    }
+    fn end_transaction(&self, transaction: &str) -> Result<(), capgate::runtime::StateError> {
+        self.inner.end_transaction(transaction)
+    }
+    fn is_transaction_open(&self, transaction: &str) -> bool {
+        self.inner.is_transaction_open(transaction)
+    }
+    fn issue_grant(
+        &self,
+        grant: capgate::runtime::NewGrant,
+    ) -> Result<(), capgate::runtime::StateError> {
+        self.inner.issue_grant(grant)
+    }
+    fn grant_status(
+        &self,
+        token: &str,
+        skill: &str,
+        capability: &str,
+        transaction: Option<&str>,
+        bound: Option<capgate::runtime::LifetimeBound>,
+        now: DateTime<Utc>,
+    ) -> capgate::runtime::GrantStatus {
+        self.inner
+            .grant_status(token, skill, capability, transaction, bound, now)
+    }
+    fn revoke_grant(&self, token: &str) -> Result<(), capgate::runtime::StateError> {
+        self.inner.revoke_grant(token)
+    }
+    fn revoke_skill(&self, skill: &str) -> Result<(), capgate::runtime::StateError> {
+        self.inner.revoke_skill(skill)
+    }
+    fn revoke_capability(
+        &self,
+        skill: &str,
+        capability: &str,
+    ) -> Result<(), capgate::runtime::StateError> {
+        self.inner.revoke_capability(skill, capability)
+    }
+    fn lift_skill(&self, skill: &str) -> Result<bool, capgate::runtime::StateError> {
+        self.inner.lift_skill(skill)
+    }
+    fn lift_capability(
+        &self,
+        skill: &str,
+        capability: &str,
+    ) -> Result<bool, capgate::runtime::StateError> {
+        self.inner.lift_capability(skill, capability)
+    }
+    fn withdraw_capability(
+        &self,
+        skill: &str,
+        capability: &str,
+    ) -> Result<(), capgate::runtime::StateError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(capgate::runtime::StateError::TransactionsExhausted);
+        }
+        self.inner.withdraw_capability(skill, capability)
+    }
+    fn is_revoked(&self, skill: &str, capability: &str) -> bool {
+        self.inner.is_revoked(skill, capability)
+    }
+    fn approve(&self, skill: &str) -> Result<(), capgate::runtime::StateError> {
+        self.inner.approve(skill)
+    }
+    fn is_approved(&self, skill: &str) -> bool {
+        self.inner.is_approved(skill)
+    }
+    fn rate_would_allow(
+        &self,
+        key: &capgate::runtime::RateKey,
+        spec: &capgate::runtime::RateSpec,
+        now: DateTime<Utc>,
+    ) -> bool {
+        self.inner.rate_would_allow(key, spec, now)
+    }
+    fn commit(
+        &self,
+        commit: &capgate::runtime::Commit<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(), capgate::runtime::CommitRefusal> {
+        self.inner.commit(commit, now)
+    }
+}
+
+/// A removal the state store could not record (a remote store that is down) must not let the
+/// old grants back in when the capability returns: the engine refuses the capability until the
+/// store has recorded the removal, retrying at every reload and call.
+#[test]
+fn a_removal_the_store_could_not_record_refuses_the_capability_until_it_is_recorded() {
+    let store = Arc::new(ForgetfulStore::default());
+    let engine = Engine::builder(load(&lifetime_skill("call 5")))
+        .clock(Arc::new(SimulatedClock::new(at(T0))))
+        .state(store.clone())
+        .build();
+    engine
+        .issue_grant("s", "c", None, Some("old".into()))
+        .unwrap();
+    store
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    engine.reload(load(
+        r#"skill "s" { version "1" capability "d" {
+            resource tool "u" operations call lifetime process justification "test" } }"#,
+    ));
+    engine.reload(load(&lifetime_skill("call 5")));
+    let decision = decide(&engine, &granted("old"));
+    assert_deny(&decision, ReasonKind::Grant);
+    assert!(
+        decision.reasons[0].message.contains("not recorded"),
+        "{decision:?}"
+    );
+    // The other capability of the skill was never removed.
+    let other = req("call", "tool:u", json!({}));
+    assert_allow(&decide(&engine, &other));
+    store
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    // Recorded on this call: the old grant is void, a new one works.
+    assert_deny(&decide(&engine, &granted("old")), ReasonKind::Grant);
+    engine
+        .issue_grant("s", "c", None, Some("new".into()))
+        .unwrap();
+    assert_allow(&decide(&engine, &granted("new")));
+}
+
+/// One step of [`grants_follow_a_model_of_reloads_that_remove_and_re_add_their_capability`].
+#[derive(Debug, Clone)]
+enum ReloadOp {
+    /// Issue grant `token` for capability `c` (an error while `c` is not loaded).
+    Issue(usize),
+    /// Reload with `c` (as `version` 1 or 2: two revisions) or without it.
+    Reload { with_c: bool, version: u8 },
+    /// A call with grant `token`.
+    Call(usize),
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The engine against a model of §5.2 over reloads: a grant is usable while its capability
+    /// is loaded, only if no reload removed the capability since the grant was issued, and for
+    /// at most its three calls.
+    #[test]
+    fn grants_follow_a_model_of_reloads_that_remove_and_re_add_their_capability(
+        ops in proptest::collection::vec(prop_oneof![
+            2 => (0..3_usize).prop_map(ReloadOp::Issue),
+            2 => (any::<bool>(), 1..=2_u8)
+                .prop_map(|(with_c, version)| ReloadOp::Reload { with_c, version }),
+            4 => (0..3_usize).prop_map(ReloadOp::Call),
+        ], 1..40)
+    ) {
+        let policy = |with_c: bool, version: u8| {
+            let c = if with_c {
+                "capability \"c\" { resource tool \"t\" operations call lifetime call 3 justification \"j\" }"
+            } else {
+                ""
+            };
+            format!(
+                "skill \"s\" {{ version \"{version}\" {c} capability \"d\" {{ resource tool \"u\" operations call lifetime process justification \"j\" }} }}"
+            )
+        };
+        let (engine, _clock) = stateful(&policy(true, 1));
+        let mut loaded = true;
+        // Per token: issued, and then (void, calls used).
+        let mut grants: [Option<(bool, u32)>; 3] = [None; 3];
+        let mut issued_ever = [false; 3];
+        for op in &ops {
+            match *op {
+                ReloadOp::Issue(token) => {
+                    let name = format!("g{token}");
+                    let result = engine.issue_grant("s", "c", None, Some(name));
+                    let expected_ok = loaded && !issued_ever[token];
+                    prop_assert_eq!(result.is_ok(), expected_ok, "{:?}", result);
+                    if expected_ok {
+                        issued_ever[token] = true;
+                        grants[token] = Some((false, 0));
+                    }
+                }
+                ReloadOp::Reload { with_c, version } => {
+                    engine.reload(load(&policy(with_c, version)));
+                    loaded = with_c;
+                    if !with_c {
+                        for grant in grants.iter_mut().flatten() {
+                            grant.0 = true;
+                        }
+                    }
+                }
+                ReloadOp::Call(token) => {
+                    let decision = decide(&engine, &with(tool(json!({})), "grant", json!(format!("g{token}"))));
+                    let expected = match grants[token] {
+                        _ if !loaded => Err("resource"),
+                        None => Err("grant"),
+                        Some((true, _)) => Err("grant"),
+                        Some((false, 3)) => Err("lifetime"),
+                        Some((false, _)) => Ok(()),
+                    };
+                    match expected {
+                        Ok(()) => {
+                            prop_assert_eq!(decision.decision, Verdict::Allow, "{:?}", decision);
+                            if let Some(grant) = &mut grants[token] {
+                                grant.1 += 1;
+                            }
+                        }
+                        Err(kind) => {
+                            prop_assert_eq!(decision.decision, Verdict::Deny, "{:?}", decision);
+                            prop_assert_eq!(kinds(&decision), vec![kind], "{:?}", decision);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -2803,5 +3165,50 @@ fn regression_revision_reasons_show_both_hashes_whole() {
             "request names skill hash `{hash}` but the loaded manifest has \
              `sha256:0000000000000000000000000000000000000000000000000000000000000001`"
         )
+    );
+}
+
+/// A sliding window counts calls in 64-bit nanoseconds (1677-09-21 to 2262-04-11); with the
+/// clock outside that range every call is refused, and the reason says the clock is out of
+/// range (regression: it said "rate limit of 5 per 1m reached" on the first call). A bucket
+/// (`burst`) counts at any instant.
+#[test]
+fn a_clock_outside_the_supported_range_says_so() {
+    let policy = |limit: &str| {
+        format!(
+            "skill \"s\" {{ version \"1\" capability \"c\" {{ resource tool \"t\" operations call lifetime process justification \"range test\" {limit} }} }}"
+        )
+    };
+    for time in [
+        "9999-12-31T00:00:00Z",
+        "1000-01-01T00:00:00Z",
+        "2262-04-12T00:00:00Z",
+    ] {
+        let (engine, clock) = stateful(&policy("rateLimit 5 per minute"));
+        clock.set(at(time));
+        let decision = decide(&engine, &tool(json!({})));
+        assert_eq!(decision.decision, Verdict::Deny, "{time}");
+        assert_eq!(kinds(&decision), ["rateLimit"]);
+        assert_eq!(
+            decision.reasons[0].message,
+            format!(
+                "the clock ({time}) is outside the supported range of the rate limit of 5 per 1m (1677-09-21 to 2262-04-11)"
+            )
+        );
+        let (engine, clock) = stateful(&policy("rateLimit 5 per minute burst 2"));
+        clock.set(at(time));
+        assert_eq!(
+            decide(&engine, &tool(json!({}))).decision,
+            Verdict::Allow,
+            "{time}"
+        );
+    }
+    // Within the range, a refusal is the limit's own.
+    let (engine, _clock) = stateful(&policy("rateLimit 1 per minute"));
+    assert_eq!(decide(&engine, &tool(json!({}))).decision, Verdict::Allow);
+    let decision = decide(&engine, &tool(json!({})));
+    assert_eq!(
+        decision.reasons[0].message,
+        "rate limit of 1 per 1m reached"
     );
 }

@@ -218,3 +218,20 @@ fn bundled_policies_are_formatted() {
         assert_eq!(formatted, text, "{} is not formatted", file.display());
     }
 }
+
+/// A zero duration (`<= 0s`, valid in a `fieldRange` difference) prints as `0s` in `fmt`,
+/// `convert` and `disasm` (regression: every unit divides zero, and it printed as `0d`).
+#[test]
+fn a_zero_duration_prints_as_0s() {
+    let text = "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource http \"https://a.example.com/x\"\n    operations GET\n    fieldRange payload.a - payload.b <= 0ms\n  }\n}\n";
+    let policy = parse(text, PolicyFormat::Cap);
+    assert!(policy_to_cap(&policy).contains("<= 0s"));
+    assert!(to_json_text(&policy).unwrap().contains(r#""max": "0s""#));
+    let mut loader = PolicyLoader::new(Limits::DEFAULT);
+    loader.add_text("z.cap", text.to_owned(), PolicyFormat::Cap, None);
+    let loaded = loader.finish().unwrap();
+    let program = &loaded.skills[0].capabilities[0].program;
+    let listing = capgate::bytecode::disasm::disassemble(program);
+    assert!(listing.contains("(<= 0s)"), "{listing}");
+    assert!(!listing.contains("0d"), "{listing}");
+}

@@ -416,6 +416,11 @@ fn risk_accepts_labels_and_integers_and_keeps_out_of_range_scores() {
     assert_eq!(risk("75"), Risk::Score(75));
     assert_eq!(risk("150"), Risk::Score(150));
     assert_eq!(risk("-3"), Risk::Score(-3));
+    // A whole number however written, as a request's `autonomy` (regression: `80.0` was refused
+    // as "must be a whole number").
+    assert_eq!(risk("80.0"), Risk::Score(80));
+    assert_eq!(risk("8e1"), Risk::Score(80));
+    assert_eq!(risk("-0.0"), Risk::Score(0));
 }
 
 #[test]
@@ -437,7 +442,7 @@ fn risk_rejects_fractions_unknown_labels_and_other_types() {
     );
     assert_eq!(
         errs("99999999999999999999"),
-        ["m.json:1:34: `risk` must be a whole number, found `1e+20`"]
+        ["m.json:1:34: risk score `1e+20` must be between 0 and 100"]
     );
 }
 
@@ -610,7 +615,7 @@ fn lifetime_errors_name_the_field() {
     assert_eq!(
         errs(r#"{"kind": "wallClock", "value": "1 hour"}"#),
         [
-            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
+            "m.json:6:71: invalid duration `1 hour`: unknown unit ` hour`, expected ms, s, m, h or d (did you mean `1h`?)"
         ]
     );
 }
@@ -757,7 +762,7 @@ fn field_range_errors() {
             r#"{"type": "fieldRange", "difference": ["payload.a", "payload.b"], "max": "2 h"}"#
         ),
         [
-            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`)"
+            "m.json:8:79: invalid duration `2 h`: unknown unit ` h`, expected ms, s, m, h or d (did you mean `2h`?)"
         ]
     );
 }
@@ -1575,4 +1580,113 @@ fn regression_duplicate_keys_are_found_in_objects_of_any_size() {
             "{members} members: {errors:?}"
         );
     }
+}
+
+// ----- one pass over every stage -----
+
+/// Every diagnostic of loading `text` as the JSON manifest `m.json`, front end and compiler.
+fn load_errors(text: &str) -> Vec<String> {
+    let mut loader = capgate::PolicyLoader::new(capgate::Limits::DEFAULT);
+    loader.add_text("m.json", text.to_owned(), capgate::PolicyFormat::Json, None);
+    match loader.finish() {
+        Ok(_) => panic!("expected errors, the manifest loaded"),
+        Err(error) => error.diagnostics.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn a_json_manifest_reports_every_error_in_one_pass() {
+    let text = r#"{
+  "skill": { "name": "s", "version": "1" },
+  "capabilities": [ {
+    "name": "c",
+    "resource": "https://api.example.com/x",
+    "operations": ["GET"],
+    "justfication": "x",
+    "constraints": [
+      { "type": "fieldMatches", "field": "payload.a", "pattern": "(" },
+      { "type": "payloadSchema", "schema": { "type": "strin" } },
+      { "type": "wallClockWindow", "timezone": "Mars/Olympus",
+        "windows": [ { "days": "mon-fri", "start": "09:00", "end": "17:00" } ] },
+      { "type": "fieldEquals", "field": "payload.", "value": 1 }
+    ]
+  } ]
+}"#;
+    let errs = load_errors(text);
+    assert_eq!(errs.len(), 5, "{errs:#?}");
+    assert!(errs[0].starts_with("m.json:7:5: error: unknown field `justfication`"));
+    assert!(errs[1].starts_with("m.json:13:50: error: invalid path `payload.`"));
+    assert!(errs[2].starts_with("m.json:9:66: error: invalid regex `/(/`"));
+    assert!(errs[3].starts_with("m.json:10:44: error: unknown type `\"strin\"`"));
+    assert!(errs[4].starts_with("m.json:11:48: error: unknown time zone `Mars/Olympus`"));
+}
+
+#[test]
+fn a_dropped_field_is_not_also_reported_missing() {
+    // The malformed `resource`, `version` and `justification` are reported once, as malformed;
+    // the compiler, checking the rest, does not add "missing" errors for them.
+    let text = r#"{
+  "skill": { "name": "s", "version": 1 },
+  "capabilities": [ {
+    "name": "c",
+    "resource": 5,
+    "operations": ["POST"],
+    "justification": false,
+    "constraints": [ { "type": "fieldMatches", "field": "payload.a", "pattern": "[" } ]
+  } ]
+}"#;
+    let errs = load_errors(text);
+    assert_eq!(errs.len(), 4, "{errs:#?}");
+    assert!(errs[0].contains("`version` must be a string"), "{errs:#?}");
+    assert!(errs[1].contains("`resource` must be a URL"), "{errs:#?}");
+    assert!(
+        errs[2].contains("`justification` must be a string"),
+        "{errs:#?}"
+    );
+    assert!(errs[3].contains("invalid regex `/[/`"), "{errs:#?}");
+}
+
+#[test]
+fn a_duration_written_in_words_suggests_the_duration_meant() {
+    let errs = constraint_errors(r#"{"type": "rateLimit", "count": 5, "per": "2 hours"}"#);
+    assert_eq!(
+        errs,
+        [
+            "m.json:8:48: invalid duration `2 hours`: unknown unit ` hours`, expected ms, s, m, h or d (did you mean `2h`?)"
+        ]
+    );
+    let errs = constraint_errors(r#"{"type": "rateLimit", "count": 5, "per": "2hr"}"#);
+    assert!(errs[0].ends_with("(did you mean `2h`?)"), "{errs:?}");
+}
+
+#[test]
+fn a_not_with_an_array_names_its_constraint_field() {
+    let errs = constraint_errors(
+        r#"{"type": "not", "constraint": [{"type": "fieldEquals", "field": "payload.a", "value": 1}]}"#,
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with(
+            "m.json:8:37: `constraint` must be one constraint object, found an array (`not` takes exactly one constraint"
+        ),
+        "{errs:?}"
+    );
+    let errs = constraint_errors(r#"{"type": "not", "constraint": 3}"#);
+    assert_eq!(
+        errs,
+        ["m.json:8:37: `constraint` must be a constraint object, found a number"]
+    );
+}
+
+#[test]
+fn a_bidi_control_outside_a_json_string_is_an_error() {
+    let errs = errors("{\u{2066}\"skill\": {\"name\": \"s\"}}");
+    assert_eq!(
+        errs,
+        [
+            "m.json:1:2: bidirectional control U+2066 outside a string, expected a string key (it can make the manifest read differently from how it loads; delete it)"
+        ]
+    );
+    // Inside a string it is text (`capgate lint` flags it).
+    load("{\"skill\": {\"name\": \"s\", \"version\": \"1\u{202e}\"}}");
 }

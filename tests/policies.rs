@@ -53,7 +53,7 @@ fn session_files() -> Vec<String> {
 fn run_session(relative: &str) {
     let text = std::fs::read_to_string(policies_dir().join(relative))
         .unwrap_or_else(|e| panic!("cannot read policies/{relative}: {e}"));
-    let session = Session::new(load_policies(), SessionOptions::default());
+    let session = Session::new(load_policies(), SessionOptions::default()).unwrap();
     let results = session.run_text(&text);
     assert!(!results.is_empty(), "policies/{relative} has no lines");
     let calls = results

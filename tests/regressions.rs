@@ -117,6 +117,7 @@ fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
             max_request_bytes: 64,
             ..capgate::Limits::DEFAULT
         })
+        .unwrap()
         .build();
     let body = format!(
         r#"{{"skill":"s","operation":"call","resource":"tool:x","payload":"{}"}}"#,
@@ -621,7 +622,7 @@ fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
 fn tool_session() -> capgate::Session {
     let policy = r#"skill "s" { version "1"
   capability "c" { resource tool "t" operations call lifetime process justification "j" } }"#;
-    capgate::Session::new(loaded(policy), capgate::SessionOptions::default())
+    capgate::Session::new(loaded(policy), capgate::SessionOptions::default()).unwrap()
 }
 
 /// Found in review: a session `call` line whose request had `"time": null` (absent, as
@@ -1162,7 +1163,8 @@ fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_
         message.chars().count()
     );
     assert!(!message.contains('\n'));
-    let session = capgate::Session::new(loaded(&lifetime_policy("process")), Default::default());
+    let session =
+        capgate::Session::new(loaded(&lifetime_policy("process")), Default::default()).unwrap();
     let results = session
         .run_text(r#"{"begin_transaction": "t\nline 9: allow — skill `s`, capability `c`"}"#);
     assert_eq!(results[0].text.lines().count(), 1, "{:?}", results[0].text);
@@ -1322,4 +1324,28 @@ fn a_regex_shared_by_capabilities_is_built_once_and_each_use_decides_and_fails_a
         .map(|(_, number)| number)
         .collect();
     assert_eq!(lines, expected, "{error:?}");
+}
+
+/// Found in review: `skill ""` and `capability ""` loaded (in both forms), and requests, grants
+/// and reasons then named nothing anyone could tell apart. A blank name is a compile error.
+#[test]
+fn an_empty_skill_or_capability_name_is_refused() {
+    let cap = "skill \"\" {\n  version \"1\"\n  capability \" \" {\n    resource http \"https://a.example.com/x\"\n    operations GET\n  }\n}\n";
+    let json = r#"{"skill": {"name": "", "version": "1"}, "capabilities": [
+        {"name": "", "resource": "https://a.example.com/x", "operations": ["GET"]}]}"#;
+    for (text, format) in [(cap, PolicyFormat::Cap), (json, PolicyFormat::Json)] {
+        let mut loader = PolicyLoader::new(capgate::Limits::DEFAULT);
+        loader.add_text("p", text.to_owned(), format, None);
+        let error = loader.finish().unwrap_err();
+        let messages: Vec<&str> = error
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            ["skill name is empty", "capability name is empty"],
+            "{format:?}"
+        );
+    }
 }

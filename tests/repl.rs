@@ -935,6 +935,55 @@ fn a_terminal_session_edits_completes_continues_blocks_and_keeps_history() {
     assert_contains(&saved, ":disasm notes r");
 }
 
+/// On a terminal, a line that leaves a `{` or `[` open shows the continuation prompt for the
+/// next one, a `:` command line ends the unfinished block (reported, then the command runs),
+/// and an echoed value is cut and its bidirectional controls escaped.
+#[test]
+fn a_terminal_shows_a_continuation_prompt_and_a_command_ends_the_block() {
+    let dir = temp_dir();
+    let history = dir.join("history");
+    let command = format!(
+        "{} repl --now 2026-12-01T15:00:00Z",
+        env!("CARGO_BIN_EXE_capgate")
+    );
+    let Some(mut terminal) = Terminal::start(&command, &[("CAPGATE_HISTORY", &history)]) else {
+        eprintln!("skipped: no `script` tool to run the repl on a pseudo-terminal");
+        return;
+    };
+    assert!(
+        terminal.wait_for(0, &["capgate> "]),
+        "no prompt:\n{}",
+        terminal.seen()
+    );
+    let from = terminal.seen().len();
+    for key in b"{\"skill\": \"mail\",\r" {
+        terminal.input.write_all(&[*key]).unwrap();
+        terminal.input.flush().unwrap();
+    }
+    assert!(
+        terminal.wait_for(from, &["     ... "]),
+        "no continuation prompt:\n{}",
+        terminal.seen()
+    );
+    assert!(
+        terminal.type_keys(b":time\r", "time 2026-12-01T15:00:00+00:00"),
+        "`:time` did not end the block:\n{}",
+        terminal.seen()
+    );
+    let long = format!("{{\"a\": \"\u{202e}{}\"}}", "x".repeat(400));
+    let keys = format!(":payload {long}\r");
+    assert!(
+        terminal.type_keys(keys.as_bytes(), "payload {\"a\":\"\\u{202e}xxx"),
+        "the echo was not escaped:\n{}",
+        terminal.seen()
+    );
+    let seen = terminal.seen();
+    let echo = seen.rsplit("payload {\"a\"").next().unwrap();
+    assert!(echo.contains("x…"), "the echo was not cut:\n{echo}");
+    let code = terminal.finish(b":quit\r");
+    assert_eq!(code, Some(0));
+}
+
 #[test]
 fn an_unwritable_history_file_does_not_fail_the_repl() {
     let dir = temp_dir();
@@ -984,4 +1033,31 @@ fn regression_a_long_multi_line_request_is_read_in_linear_time() {
     // Read as one request and decided (it lacks `payload.to`, which the policy checks).
     assert_contains(&run.stdout, "deny — skill `mail`");
     assert_contains(&run.stdout, "fieldMatches payload.to: the value is absent");
+}
+
+/// A piped line over `Limits::max_session_line_bytes` is an error, held no further than the
+/// limit, and the next line runs; so is a block of lines that grows over it.
+#[test]
+fn an_oversized_line_is_an_error_and_the_next_line_runs() {
+    let mut input = format!(":payload \"{}\"\n", "a".repeat(3 << 20));
+    input.push_str(":payload [1]\n:payload\n");
+    input.push_str(":payload [\n");
+    for _ in 0..3 {
+        input.push_str(&"1,".repeat(400_000));
+        input.push('\n');
+    }
+    input.push_str("1]\n:payload [2]\n:payload\n");
+    let run = repl(&input);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        "error: the line is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)",
+    );
+    assert_contains(
+        &run.stderr,
+        "error: the input is larger than the 2097152-byte limit (`Limits::max_session_line_bytes`)",
+    );
+    assert_contains(&run.stdout, "payload [1]");
+    assert_contains(&run.stdout, "payload [2]");
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }

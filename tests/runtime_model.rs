@@ -18,9 +18,10 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+use capgate::Revision;
 use capgate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
-    InMemoryStore, LifetimeBound, NewGrant, RateCharge, RateSpec, StateError, StateStore,
+    InMemoryStore, LifetimeBound, NewGrant, RateCharge, RateKey, RateSpec, StateError, StateStore,
 };
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
@@ -29,6 +30,13 @@ const BASE: i64 = 1_800_000_000_000_000_000;
 
 fn at(offset: i128) -> DateTime<Utc> {
     DateTime::from_timestamp_nanos(BASE + i64::try_from(offset).unwrap())
+}
+
+/// Revision `n` of the model (a grant's revision is compared, never read).
+fn rev(n: u64) -> Revision {
+    let mut bytes = [0; 32];
+    bytes[..8].copy_from_slice(&n.to_le_bytes());
+    Revision::from_bytes(bytes)
 }
 
 const TOKENS: [&str; 4] = ["g0", "g1", "g2", "g3"];
@@ -40,24 +48,32 @@ fn nanos(n: u64) -> Duration {
     Duration::from_nanos(n)
 }
 
-fn rate_keys() -> [(&'static [u8], RateSpec); 4] {
+/// A key named by up to 15 bytes (distinct names, distinct keys).
+fn rk(name: &[u8]) -> RateKey {
+    let mut bytes = [0; RateKey::LEN];
+    bytes[0] = u8::try_from(name.len()).unwrap();
+    bytes[1..=name.len()].copy_from_slice(name);
+    RateKey::from_bytes(bytes)
+}
+
+fn rate_keys() -> [(RateKey, RateSpec); 4] {
     [
         (
-            b"k0",
+            rk(b"k0"),
             RateSpec::Window {
                 count: 2,
                 per: nanos(10),
             },
         ),
         (
-            b"k1",
+            rk(b"k1"),
             RateSpec::Window {
                 count: 1,
                 per: nanos(5),
             },
         ),
         (
-            b"k2",
+            rk(b"k2"),
             RateSpec::Bucket {
                 count: 3,
                 per: nanos(10),
@@ -65,7 +81,7 @@ fn rate_keys() -> [(&'static [u8], RateSpec); 4] {
             },
         ),
         (
-            b"k3",
+            rk(b"k3"),
             RateSpec::Bucket {
                 count: 1,
                 per: nanos(7),
@@ -84,7 +100,7 @@ struct ModelGrant {
     capability: String,
     transaction: Option<String>,
     transaction_ended: bool,
-    revision: u64,
+    revision: Revision,
     remaining: Option<u64>,
     expires_at: Option<i128>,
     renewable: bool,
@@ -94,17 +110,24 @@ struct ModelGrant {
     used: u64,
     valid_from: i128,
     revoked: bool,
+    /// A reload removed its capability after it was issued.
+    withdrawn: bool,
 }
 
 #[derive(Debug, Default)]
 struct Model {
     open: BTreeSet<String>,
+    /// How many transactions were ever begun, and when each open one was (by that count).
+    begun: u64,
+    opened_at: BTreeMap<String, u64>,
+    /// Per (skill, capability) withdrawn by a reload: how many transactions had been begun then.
+    withdrawn: BTreeMap<(String, String), u64>,
     grants: BTreeMap<String, ModelGrant>,
     revoked_skills: BTreeSet<String>,
     revoked_capabilities: BTreeSet<(String, String)>,
     approved: BTreeSet<String>,
     /// Every instant a call was recorded at, per key, never pruned.
-    history: BTreeMap<Vec<u8>, Vec<i128>>,
+    history: BTreeMap<RateKey, Vec<i128>>,
 }
 
 impl Model {
@@ -119,6 +142,8 @@ impl Model {
         if !self.open.insert(tx.to_owned()) {
             return Err(StateError::TransactionAlreadyOpen(tx.to_owned()));
         }
+        self.opened_at.insert(tx.to_owned(), self.begun);
+        self.begun += 1;
         Ok(())
     }
 
@@ -186,9 +211,31 @@ impl Model {
                 used: 0,
                 valid_from: now,
                 revoked: false,
+                withdrawn: false,
             },
         );
         Ok(())
+    }
+
+    /// A reload removed the capability: its grants so far, and its implicit grant in every
+    /// transaction begun so far, are void for good.
+    fn withdraw(&mut self, skill: &str, capability: &str) {
+        for grant in self.grants.values_mut() {
+            if grant.skill == skill && grant.capability == capability {
+                grant.withdrawn = true;
+            }
+        }
+        self.withdrawn
+            .insert((skill.to_owned(), capability.to_owned()), self.begun);
+    }
+
+    /// Whether the open transaction `tx` was begun before `capability` was last withdrawn.
+    fn withdrawn_in(&self, skill: &str, capability: &str, tx: &str) -> bool {
+        let key = (skill.to_owned(), capability.to_owned());
+        match (self.withdrawn.get(&key), self.opened_at.get(tx)) {
+            (Some(begun_then), Some(opened)) => opened < begun_then,
+            _ => false,
+        }
     }
 
     fn status(
@@ -209,6 +256,9 @@ impl Model {
         }
         if grant.revoked || self.is_revoked(skill, capability) {
             return refused(GrantRefusal::Revoked);
+        }
+        if grant.withdrawn {
+            return refused(GrantRefusal::CapabilityRemoved);
         }
         if let Some(bound) = &grant.transaction {
             if tx != Some(bound.as_str()) {
@@ -249,7 +299,7 @@ impl Model {
     }
 
     /// The instant a call to `key` at `now` is recorded at if allowed, or `None` if refused.
-    fn rate_admits(&self, key: &[u8], spec: &RateSpec, now: i128) -> Option<i128> {
+    fn rate_admits(&self, key: &RateKey, spec: &RateSpec, now: i128) -> Option<i128> {
         let empty = Vec::new();
         let history = self.history.get(key).unwrap_or(&empty);
         match *spec {
@@ -278,7 +328,7 @@ impl Model {
         skill: &str,
         capability: &str,
         authority: &Authority<'_>,
-        rates: &[RateCharge<'_>],
+        rates: &[RateCharge],
         now: i128,
     ) -> Result<(), CommitRefusal> {
         let mut renewed = None;
@@ -294,6 +344,9 @@ impl Model {
                 }
                 if !self.open.contains(tx) {
                     return Err(CommitRefusal::TransactionNotOpen);
+                }
+                if self.withdrawn_in(skill, capability, tx) {
+                    return Err(CommitRefusal::CapabilityRemoved);
                 }
             }
             Authority::Grant(GrantUse {
@@ -318,8 +371,8 @@ impl Model {
         }
         let mut recorded = Vec::new();
         for (charge, rate) in rates.iter().enumerate() {
-            match self.rate_admits(rate.key, &rate.spec, now) {
-                Some(instant) => recorded.push((rate.key.to_vec(), instant)),
+            match self.rate_admits(&rate.key, &rate.spec, now) {
+                Some(instant) => recorded.push((rate.key, instant)),
                 None => return Err(CommitRefusal::RateLimited { charge }),
             }
         }
@@ -386,6 +439,9 @@ enum Op {
     RevokeCapability(usize, usize),
     LiftSkill(usize),
     LiftCapability(usize, usize),
+    /// A reload removed the capability (`StateStore::withdraw_capability`); a later issue is
+    /// the capability added back.
+    Withdraw(usize, usize),
     Approve(usize),
     Advance(u64),
     Back(u64),
@@ -408,7 +464,7 @@ fn lifetime() -> impl Strategy<Value = GrantLifetime> {
 fn bound() -> impl Strategy<Value = Option<LifetimeBound>> {
     proptest::option::of(
         (0..3_u64, lifetime())
-            .prop_map(|(revision, lifetime)| LifetimeBound::new(revision, lifetime)),
+            .prop_map(|(revision, lifetime)| LifetimeBound::new(rev(revision), lifetime)),
     )
 }
 
@@ -457,6 +513,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::RevokeCapability(s, c)),
         1 => (0..2_usize).prop_map(Op::LiftSkill),
         1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::LiftCapability(s, c)),
+        1 => (0..2_usize, 0..2_usize).prop_map(|(s, c)| Op::Withdraw(s, c)),
         1 => (0..2_usize).prop_map(Op::Approve),
         4 => (0..12_u64).prop_map(Op::Advance),
         1 => (0..12_u64).prop_map(Op::Back),
@@ -489,7 +546,7 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
                 capability: CAPABILITIES[capability].to_owned(),
                 transaction: tx_name(transaction).map(str::to_owned),
                 issued_at: at(*now),
-                revision,
+                revision: rev(revision),
                 lifetime,
             };
             let expected = model.issue(&grant, *now);
@@ -517,7 +574,7 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
             ref rates,
         } => {
             let keys = rate_keys();
-            let charges: Vec<RateCharge<'_>> = rates
+            let charges: Vec<RateCharge> = rates
                 .iter()
                 .map(|&k| RateCharge {
                     key: keys[k].0,
@@ -589,6 +646,12 @@ fn step(store: &InMemoryStore, model: &mut Model, now: &mut i128, op: &Op) {
                 .revoked_capabilities
                 .remove(&(SKILLS[s].to_owned(), CAPABILITIES[c].to_owned()))
         ),
+        Op::Withdraw(s, c) => {
+            store
+                .withdraw_capability(SKILLS[s], CAPABILITIES[c])
+                .unwrap();
+            model.withdraw(SKILLS[s], CAPABILITIES[c]);
+        }
         Op::Approve(s) => {
             store.approve(SKILLS[s]).unwrap();
             model.approved.insert(SKILLS[s].to_owned());
@@ -621,9 +684,9 @@ fn agree(store: &InMemoryStore, model: &Model, now: i128) {
                 for tx in [None, Some("t0"), Some("t1")] {
                     for bound in [
                         None,
-                        Some(LifetimeBound::new(0, GrantLifetime::Calls(1))),
+                        Some(LifetimeBound::new(rev(0), GrantLifetime::Calls(1))),
                         Some(LifetimeBound::new(
-                            1,
+                            rev(1),
                             GrantLifetime::WallClock {
                                 duration: nanos(5),
                                 renewable: false,
@@ -642,8 +705,8 @@ fn agree(store: &InMemoryStore, model: &Model, now: i128) {
     }
     for (key, spec) in rate_keys() {
         assert_eq!(
-            store.rate_would_allow(key, &spec, at(now)),
-            model.rate_admits(key, &spec, now).is_some(),
+            store.rate_would_allow(&key, &spec, at(now)),
+            model.rate_admits(&key, &spec, now).is_some(),
             "{key:?}"
         );
     }
@@ -688,7 +751,7 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Named edges through the store.
 
-fn process<'a>(rates: &'a [RateCharge<'a>]) -> Commit<'a> {
+fn process<'a>(rates: &'a [RateCharge]) -> Commit<'a> {
     Commit {
         skill: "s",
         capability: "c",
@@ -697,9 +760,9 @@ fn process<'a>(rates: &'a [RateCharge<'a>]) -> Commit<'a> {
     }
 }
 
-fn one_per_ten_ns() -> [RateCharge<'static>; 1] {
+fn one_per_ten_ns() -> [RateCharge; 1] {
     [RateCharge {
-        key: b"k",
+        key: rk(b"k"),
         spec: RateSpec::Window {
             count: 1,
             per: nanos(10),
@@ -739,7 +802,7 @@ fn bucket_allows_burst_then_one_per_interval() {
     let store = InMemoryStore::new();
     // 4 per 100ns burst 3: I = 25ns, τ = 50ns.
     let rates = [RateCharge {
-        key: b"k",
+        key: rk(b"k"),
         spec: RateSpec::Bucket {
             count: 4,
             per: nanos(100),
@@ -765,7 +828,7 @@ fn revocation_refuses_later_grants_and_later_statuses() {
         capability: "c".to_owned(),
         transaction: None,
         issued_at: at(0),
-        revision: 9,
+        revision: rev(9),
         lifetime: GrantLifetime::Calls(3),
     };
     store.issue_grant(grant("g1")).unwrap();
@@ -804,7 +867,7 @@ fn revocation_refuses_later_grants_and_later_statuses() {
     store.issue_grant(grant("g3")).unwrap();
     assert_eq!(
         store.grant_status("g3", "s", "c", None, None, at(1)),
-        GrantStatus::Valid { revision: 9 }
+        GrantStatus::Valid { revision: rev(9) }
     );
 }
 
@@ -821,7 +884,10 @@ fn hammer(store: &Arc<InMemoryStore>, attempts: usize, spec: RateSpec, now: i128
         .map(|_| {
             let (store, allowed, start) = (store.clone(), allowed.clone(), start.clone());
             thread::spawn(move || {
-                let rates = [RateCharge { key: b"hot", spec }];
+                let rates = [RateCharge {
+                    key: rk(b"hot"),
+                    spec,
+                }];
                 start.wait();
                 for _ in 0..attempts {
                     if store.commit(&process(&rates), at(now)).is_ok() {
@@ -880,7 +946,7 @@ fn hot_grant_is_used_at_most_n_times_under_contention() {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: rev(1),
                 lifetime: GrantLifetime::Calls(250),
             })
             .unwrap();
@@ -938,8 +1004,14 @@ fn multi_key_commits_in_opposite_orders_do_not_deadlock() {
                         (b, a)
                     };
                     let rates = [
-                        RateCharge { key: first, spec },
-                        RateCharge { key: second, spec },
+                        RateCharge {
+                            key: rk(first),
+                            spec,
+                        },
+                        RateCharge {
+                            key: rk(second),
+                            spec,
+                        },
                     ];
                     store.commit(&process(&rates), at(0)).unwrap();
                 }

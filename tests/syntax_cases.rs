@@ -1398,6 +1398,155 @@ fn lowering_errors_are_all_collected() {
     );
 }
 
+/// The hint of the single error of `text`.
+fn only_help(text: &str) -> String {
+    only_error(text).help.unwrap_or_default()
+}
+
+#[test]
+fn did_you_mean_suggests_one_keyword() {
+    // A near miss gets one suggestion: the nearest keyword, the duration or the operator meant.
+    for (body, help) in [
+        ("rateLimit 5 per 2 hours", "did you mean `2h`?"),
+        ("rateLimit 5 per 2hr", "did you mean `2h`?"),
+        ("lifetime wallClock 1 hour 30 mins", "did you mean `1h30m`?"),
+        ("fieldEquals payload.a = 1", "did you mean `==`?"),
+        ("justifcation \"x\"", "did you mean `justification`?"),
+        (
+            "not fieldEquals payload.a == 1",
+            "`not` takes one constraint in braces: `not { fieldEquals ... }`",
+        ),
+    ] {
+        assert_eq!(only_help(&in_capability(body)), help, "{body}");
+    }
+    assert_eq!(
+        only_help("skill s {\n}\n"),
+        "did you mean `\"s\"`? names are quoted strings"
+    );
+    assert_eq!(
+        only_help("skill \"s\" {\n  capability read_files {\n  }\n}\n"),
+        "did you mean `\"read_files\"`? names are quoted strings"
+    );
+    // A word with nothing near gets no guess (`y` is two edits from `any`, but only one letter).
+    let error = only_error(&in_capability("operations GET, x y"));
+    assert_eq!(error.help, None, "{}", error.message);
+}
+
+#[test]
+fn the_not_error_names_its_one_constraint() {
+    let errors = parse(FileId(0), &in_capability("not { }")).unwrap_err();
+    assert_eq!(
+        errors[0].message,
+        "`not` takes exactly one constraint, found 0"
+    );
+    assert!(
+        errors[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("`not { fieldEquals ... }`")
+    );
+}
+
+/// The bidirectional controls (`capgate::value::is_bidi_control`).
+const BIDI: [char; 12] = [
+    '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}',
+    '\u{2069}', '\u{200e}', '\u{200f}', '\u{061c}',
+];
+
+/// A capability whose comment, regex and string literal may each carry a bidi control.
+fn with_bidi(comment: &str, regex: &str, string: &str) -> String {
+    in_capability(&format!(
+        "// ok{comment}\n    fieldMatches payload.a ~ /a{regex}b/\n    fieldEquals payload.b == \"x{string}\""
+    ))
+}
+
+#[test]
+fn a_bidi_control_outside_a_string_is_a_compile_error() {
+    // Trojan Source: a comment that seems to end before the constraint it hides.
+    let errors = parse(FileId(0), &with_bidi("\u{202e} } \u{2066}// ", "", "")).unwrap_err();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(
+        errors[0].message,
+        "bidirectional control U+202E outside a string literal"
+    );
+    assert_eq!(at(&with_bidi("\u{202e}", "", ""), errors[0].span), (3, 10));
+    assert!(errors[0].help.as_deref().unwrap().contains("`\\u202e`"));
+    // In a regex literal and between tokens too.
+    let errors = parse(FileId(0), &with_bidi("", "\u{2067}", "")).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].message.contains("U+2067"), "{errors:?}");
+    let errors = parse(
+        FileId(0),
+        &in_capability("\u{200f}fieldEquals payload.a == 1"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        errors.len(),
+        1,
+        "said once, not again as a syntax error: {errors:?}"
+    );
+    // Inside a string literal it is a value the policy means (`capgate lint` flags it).
+    parse_ok(&with_bidi("", "", "\u{202e}"));
+}
+
+proptest! {
+    #[test]
+    fn every_bidi_control_outside_a_string_is_refused_and_inside_one_is_read(
+        bidi in proptest::sample::select(BIDI.to_vec()),
+        place in 0_usize..3,
+    ) {
+        let text = bidi.to_string();
+        let (comment, regex, string) = match place {
+            0 => (text.as_str(), "", ""),
+            1 => ("", text.as_str(), ""),
+            _ => ("", "", text.as_str()),
+        };
+        let result = parse(FileId(0), &with_bidi(comment, regex, string));
+        if place == 2 {
+            prop_assert!(result.is_ok(), "{:?}", result);
+        } else {
+            let errors = result.unwrap_err();
+            prop_assert_eq!(errors.len(), 1, "{:?}", errors);
+            prop_assert!(errors[0].message.starts_with("bidirectional control U+"));
+        }
+    }
+}
+
+#[test]
+fn a_cap_file_reports_every_error_in_one_pass() {
+    // Two front-end errors and three the compiler finds (regex, schema, zone): all five at once.
+    let text = "skill \"s\" {
+  version \"1\"
+  capability \"c\" {
+    resource http \"https://api.example.com/x\"
+    operations GET
+    risk hgh
+    fieldMatches payload.a ~ /(/
+    payloadSchema { \"type\": \"strin\" }
+    wallClockWindow mon-fri 09:00-17:00 \"Mars/Olympus\"
+    fieldEquals payloads.a == 1
+  }
+}
+";
+    let mut loader = capgate::PolicyLoader::new(capgate::Limits::DEFAULT);
+    loader.add_text("t.cap", text.to_owned(), capgate::PolicyFormat::Cap, None);
+    let errors: Vec<String> = match loader.finish() {
+        Ok(_) => panic!("expected errors, the policy loaded"),
+        Err(error) => error
+            .diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect(),
+    };
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    assert!(errors[0].starts_with("unknown risk level `hgh`"));
+    assert!(errors[1].starts_with("unknown path root `payloads`"));
+    assert!(errors[2].starts_with("invalid regex `/(/`"));
+    assert!(errors[3].starts_with("unknown type `\"strin\"`"));
+    assert!(errors[4].starts_with("unknown time zone `Mars/Olympus`"));
+}
+
 #[test]
 fn every_example_in_the_language_guide_parses() {
     let guide =

@@ -10,13 +10,17 @@
 //! - generated JSON documents (nested, odd keys, unicode, escapes, numbers near the edges of
 //!   `u64`/`i64`/`f64`), written compactly, with varied whitespace and with characters escaped
 //!   at random, must parse to the same `Value`, and every accessor must agree with it;
-//! - mutated documents (a byte deleted, inserted or flipped, a duplicate key inserted, the
-//!   depth limit moved) must be accepted or refused exactly as the reference does.
+//! - mutated documents (a byte deleted, inserted or flipped, a duplicate key or a case variant
+//!   of a key inserted, the depth limit moved) must be accepted or refused exactly as the
+//!   reference does;
+//! - parsed refusing case variants (`Repeats::CaseFolded`), documents must be accepted exactly
+//!   when the reference accepts them and no object has two keys with the same simple case
+//!   folding (checked here with the Unicode table directly).
 //!
 //! `CAPGATE_PROPTEST_CASES` sets the number of cases (default 2048).
 
 use capgate::engine::parse_json_slice_with_depth;
-use capgate::tape::{Kind, NodeRef, Tape};
+use capgate::tape::{Kind, NodeRef, Repeats, Tape};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -130,6 +134,10 @@ fn key() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => prop::sample::select(vec![
             "a", "b", "A", "é", "😀", "k1", "", "a\"b", "a\\b", "\u{7f}", "\n", "/", "email",
+            // Case variants: ASCII, the KELVIN SIGN and LONG S (which fold into ASCII),
+            // sharp s (whose capital folds to it; `ss` is not a variant), sigmas.
+            "K1", "\u{212A}1", "É", "EMAIL", "eMail", "s", "\u{17F}", "ß", "\u{1E9E}", "ss",
+            "σ", "ς", "Σ", "\u{130}", "i",
         ])
         .prop_map(str::to_owned),
         1 => text(),
@@ -318,10 +326,44 @@ fn check_node(node: NodeRef<'_>, value: &Value) {
     }
 }
 
+/// The simple case folding of `c` (Unicode's `CaseFolding.txt`, statuses C and S).
+fn fold(c: char) -> char {
+    unicode_case_mapping::case_folded(c)
+        .and_then(|folded| char::from_u32(folded.get()))
+        .unwrap_or(c)
+}
+
+/// True when an object in `value` has two keys with the same simple case folding.
+fn has_case_variants(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => items.iter().any(has_case_variants),
+        Value::Object(map) => {
+            let mut folded = std::collections::HashSet::new();
+            map.keys()
+                .any(|key| !folded.insert(key.chars().map(fold).collect::<String>()))
+                || map.values().any(has_case_variants)
+        }
+        _ => false,
+    }
+}
+
 /// The tape and the reference accept/refuse `bytes` alike; when both accept, the values and
-/// the accessors agree.
+/// the accessors agree. Parsed refusing case variants, the tape accepts exactly what the
+/// reference accepts without them.
 fn check_against_reference(tape: &mut Tape, bytes: &[u8], max_depth: usize) -> bool {
     let reference = parse_json_slice_with_depth(bytes, max_depth);
+    let folded = tape
+        .parse_with(bytes, max_depth, Repeats::CaseFolded)
+        .map(|doc| doc.root().to_value());
+    match (&folded, &reference) {
+        (Ok(ours), Ok(value)) if !has_case_variants(value) => assert_eq!(ours, value),
+        (Err(_), Ok(value)) if has_case_variants(value) => {}
+        (Err(_), Err(_)) => {}
+        (ours, reference) => panic!(
+            "tape (refusing case variants) and reference disagree on {:?}:\ntape: {ours:?}\nreference: {reference:?}",
+            String::from_utf8_lossy(bytes),
+        ),
+    }
     let ours = tape.parse(bytes, max_depth);
     match (ours, reference) {
         (Ok(doc), Ok(value)) => {
@@ -352,6 +394,9 @@ enum Mutation {
     Flip(usize, u8),
     /// Re-insert the first key of the `n`-th object (escaped or not) at the object's start.
     DuplicateKey(usize, bool),
+    /// Insert a case variant of the first key of the `n`-th object (its first ASCII letter's
+    /// case flipped, or `k`/`s` as the KELVIN SIGN/LONG S) at the object's start.
+    CaseVariantKey(usize),
     Truncate(usize),
 }
 
@@ -366,6 +411,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         (any::<usize>(), interesting).prop_map(|(at, byte)| Mutation::Insert(at, byte)),
         (any::<usize>(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip(at, bit)),
         (any::<usize>(), any::<bool>()).prop_map(|(n, escape)| Mutation::DuplicateKey(n, escape)),
+        any::<usize>().prop_map(Mutation::CaseVariantKey),
         any::<usize>().prop_map(Mutation::Truncate),
     ]
 }
@@ -402,6 +448,28 @@ fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
         Mutation::Insert(at, byte) => bytes.insert(at % (len + 1), byte),
         Mutation::Flip(at, bit) => bytes[at % len] ^= 1 << bit,
         Mutation::Truncate(at) => bytes.truncate(at % len),
+        Mutation::CaseVariantKey(n) => {
+            let opens: Vec<usize> = (0..len).filter(|&i| bytes[i] == b'{').collect();
+            if opens.is_empty() {
+                return;
+            }
+            let open = opens[n % opens.len()];
+            let Some(key) = first_key(bytes, open) else {
+                return;
+            };
+            let Some(at) = key.iter().position(u8::is_ascii_alphabetic) else {
+                return;
+            };
+            let mut variant = key[..at].to_vec();
+            match key[at] {
+                b'k' if n % 3 == 0 => variant.extend_from_slice("\u{212A}".as_bytes()),
+                b's' if n % 3 == 0 => variant.extend_from_slice("\u{17F}".as_bytes()),
+                letter => variant.push(letter ^ 0x20),
+            }
+            variant.extend_from_slice(&key[at + 1..]);
+            variant.extend_from_slice(b":0,");
+            bytes.splice(open + 1..open + 1, variant);
+        }
         Mutation::DuplicateKey(n, escape) => {
             let opens: Vec<usize> = (0..len).filter(|&i| bytes[i] == b'{').collect();
             if opens.is_empty() {

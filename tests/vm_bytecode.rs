@@ -90,6 +90,7 @@ fn input_with<'a, J>(
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
         regex_budget,
+        refuse_case_variants: true,
     }
 }
 

@@ -344,10 +344,12 @@ fn outcomes(
         let budgets: [RegexBudget; 4] = std::array::from_fn(|_| RegexBudget::new(limit));
         let on_values = |budget| Input {
             max_array_scan,
+            refuse_case_variants: true,
             ..input([payload, agent, context], &request, &bindings, budget)
         };
         let on_tapes = |budget| Input {
             max_array_scan,
+            refuse_case_variants: true,
             ..input(
                 [docs[0].root(), docs[1].root(), docs[2].root()],
                 &request,
@@ -396,6 +398,7 @@ fn input<'a, J>(
         now: chrono::DateTime::UNIX_EPOCH,
         max_array_scan: 100,
         regex_budget,
+        refuse_case_variants: true,
     }
 }
 

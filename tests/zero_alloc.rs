@@ -22,6 +22,14 @@ struct Counting;
 
 thread_local! {
     static COUNT: Cell<u64> = const { Cell::new(0) };
+    /// Bytes allocated and not yet freed by this thread (frees of another thread's blocks
+    /// land on that thread's count).
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+}
+
+fn track(grown: usize, shrunk: usize) {
+    let delta = i64::try_from(grown).unwrap_or(i64::MAX) - i64::try_from(shrunk).unwrap_or(0);
+    let _ = LIVE.try_with(|live| live.set(live.get().saturating_add(delta)));
 }
 
 // SAFETY: every method delegates to `System` with the caller's arguments unchanged; the counter
@@ -29,17 +37,20 @@ thread_local! {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+        track(layout.size(), 0);
         // SAFETY: forwarded unchanged.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        track(0, layout.size());
         // SAFETY: forwarded unchanged.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let _ = COUNT.try_with(|c| c.set(c.get() + 1));
+        track(new_size, layout.size());
         // SAFETY: forwarded unchanged.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -50,6 +61,10 @@ static ALLOCATOR: Counting = Counting;
 
 fn allocations() -> u64 {
     COUNT.with(Cell::get)
+}
+
+fn live_bytes() -> i64 {
+    LIVE.with(Cell::get)
 }
 
 fn scheduler_engine() -> Engine {
@@ -184,4 +199,46 @@ fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
     }
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "a rate limit keyed by an object, pre-parsed");
+}
+
+/// Issue 40, item 7: a rate limit's `by` value was stored whole as its key, so every new
+/// megabyte value a caller sent kept a megabyte in the store (+292 MB for 300 keys). The store
+/// keeps a 16-byte hash of the canonical value: a call with a new megabyte value keeps only the
+/// key's cell and its table and list slots.
+#[test]
+fn a_huge_rate_limit_key_is_stored_as_a_fixed_size_hash() {
+    let engine = engine_on(
+        r#"skill "s" { version "1" capability "c" { resource tool "t" operations call
+  lifetime process justification "j" rateLimit 1 per 1h by payload.who } }"#,
+        true,
+    );
+    // Megabyte values that differ only in their last character.
+    let request = |last: char| {
+        let mut who = "x".repeat(1_000_000);
+        who.push(last);
+        Request::from_value(
+            json!({"skill": "s", "operation": "call", "resource": "tool:t",
+                   "payload": {"who": who}}),
+            &Limits::DEFAULT,
+        )
+        .unwrap()
+    };
+    let requests: Vec<Request> = ['a', 'b', 'c', 'd', 'e'].into_iter().map(request).collect();
+    assert_eq!(engine.check(&requests[0]).decision, Verdict::Allow);
+    let before = live_bytes();
+    for request in &requests[1..] {
+        assert_eq!(engine.check(request).decision, Verdict::Allow);
+    }
+    let kept = live_bytes() - before;
+    assert!(
+        (0..4 * 2048).contains(&kept),
+        "{kept} bytes kept for four new keys of a megabyte each"
+    );
+    assert_eq!(std::mem::size_of::<capgate::runtime::RateKey>(), 16);
+    // Each value still has a key of its own: its one call per hour is taken.
+    for request in &requests {
+        let decision = engine.check(request);
+        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.reasons[0].constraint.as_str(), "rateLimit");
+    }
 }

@@ -53,6 +53,7 @@ fuzz_target!(|data: &[u8]| {
                             now: chrono::DateTime::UNIX_EPOCH,
                             max_array_scan: 16,
                             regex_budget: &capgate::vm::RegexBudget::unlimited(),
+                            refuse_case_variants: true,
                         };
                         let outcome = capgate::vm::run(&capability.program, &input);
                         assert!(

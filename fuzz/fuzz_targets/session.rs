@@ -32,7 +32,8 @@ fn policy() -> &'static LoadedPolicy {
 /// Runs the lines as `capgate replay` does (a trailing `\r` dropped, blank lines skipped,
 /// bytes that are not UTF-8 an error line; only that error's wording differs).
 fn run(lines: &[&[u8]]) -> Vec<LineResult> {
-    let session = Session::new(policy().clone(), SessionOptions::default());
+    let session = Session::new(policy().clone(), SessionOptions::default())
+        .unwrap_or_else(|e| panic!("the default limits are refused: {e}"));
     let mut results = Vec::new();
     for (index, raw) in lines.iter().enumerate() {
         let number = index + 1;

@@ -11,14 +11,17 @@
 //! - on accept, `to_value()` of the root equals the reference's `Value`, and for every node of
 //!   the tree `depth`, `kind`, `len`, `get`, `index`, `elements`, `members`, `as_str`,
 //!   `str_eq`, `as_number`, `as_bool` agree with the matching `Value`, and a
-//!   scalar's `raw()` text parses back to it.
+//!   scalar's `raw()` text parses back to it;
+//! - parsed refusing case variants (`Repeats::CaseFolded`, the engine's rule), the tape accepts
+//!   exactly what the reference accepts with no two keys of one object equal under simple case
+//!   folding (checked with the Unicode table directly), with the same value.
 #![no_main]
 
 use std::cell::RefCell;
 
 use capgate::Limits;
 use capgate::engine::parse_json_slice_with_depth;
-use capgate::tape::{Kind, NodeRef, Tape};
+use capgate::tape::{Kind, NodeRef, Repeats, Tape};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -190,6 +193,63 @@ fn check(tape: &mut Tape, bytes: &[u8], max_depth: usize) {
     }
 }
 
+/// The simple case folding of `c` (Unicode's `CaseFolding.txt`, statuses C and S).
+fn fold(c: char) -> char {
+    unicode_case_mapping::case_folded(c)
+        .and_then(|folded| char::from_u32(folded.get()))
+        .unwrap_or(c)
+}
+
+/// True when an object in `value` has two keys with the same simple case folding.
+fn has_case_variants(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                let mut folded = std::collections::HashSet::new();
+                if map
+                    .keys()
+                    .any(|key| !folded.insert(key.chars().map(fold).collect::<String>()))
+                {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parsed refusing case variants, the tape accepts exactly what the reference accepts without
+/// two keys of one object that are equal under simple case folding, with the same value.
+fn check_folded(tape: &mut Tape, bytes: &[u8], max_depth: usize) {
+    let reference = parse_json_slice_with_depth(bytes, max_depth);
+    let folded = tape
+        .parse_with(bytes, max_depth, Repeats::CaseFolded)
+        .map(|doc| doc.root().to_value());
+    match (folded, reference) {
+        (Ok(ours), Ok(value)) => {
+            assert_eq!(ours, value, "to_value refusing case variants");
+            assert!(
+                !has_case_variants(&value),
+                "case variants accepted: {value:?}"
+            );
+        }
+        (Err(error), Ok(value)) => assert!(
+            has_case_variants(&value),
+            "the tape refuses ({error}) what the reference accepts without case variants: \
+             {value:?}"
+        ),
+        (Ok(ours), Err(reference)) => panic!(
+            "the tape refusing case variants accepts what the reference refuses ({reference}): \
+             {ours:?}"
+        ),
+        (Err(_), Err(_)) => {}
+    }
+}
+
 fuzz_target!(|bytes: &[u8]| {
     let small = usize::from(bytes.first().copied().unwrap_or(0) % 9);
     let request_depth = Limits::DEFAULT.parse_depth();
@@ -198,6 +258,7 @@ fuzz_target!(|bytes: &[u8]| {
         for max_depth in [small, request_depth, 128] {
             check(&mut warm, bytes, max_depth);
         }
+        check_folded(&mut warm, bytes, request_depth);
         // A fresh tape decides exactly as the warm one.
         let warm_result = warm.parse(bytes, small).map(|doc| doc.root().to_value());
         let mut fresh = Tape::new();

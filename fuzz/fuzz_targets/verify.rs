@@ -407,6 +407,7 @@ fuzz_target!(|case: Case| {
         now: chrono::DateTime::from_timestamp(case.now_seconds, 0).unwrap_or_default(),
         max_array_scan: usize::from(case.max_array_scan),
         regex_budget: &capgate::vm::RegexBudget::unlimited(),
+        refuse_case_variants: true,
     };
     let fast = capgate::vm::run(&verified, &input);
     no_internal("run", &fast, program);

@@ -178,14 +178,35 @@ pub fn arbitrary_word(u: &mut Unstructured<'_>) -> Result<String> {
     u.arbitrary()
 }
 
-/// An object key: a vocabulary key or arbitrary text.
+/// An object key: a vocabulary key, a case variant of one (the keys a server that binds members
+/// case-insensitively reads as the same), or arbitrary text.
 pub fn arbitrary_key(u: &mut Unstructured<'_>) -> Result<String> {
     if u.ratio(4, 5)? {
         if let Some(key) = pick(u, &vocabulary().keys)? {
+            if u.ratio(1, 6)? {
+                return case_variant(u, key);
+            }
             return Ok(key.clone());
         }
     }
     u.arbitrary()
+}
+
+/// `word` with some letters' case flipped, or a `k`/`s` replaced by the characters that fold
+/// to it (KELVIN SIGN, LONG S).
+fn case_variant(u: &mut Unstructured<'_>, word: &str) -> Result<String> {
+    let mut out = String::with_capacity(word.len() + 2);
+    for c in word.chars() {
+        let variant = match c {
+            'k' | 'K' if u.ratio(1, 4)? => '\u{212A}',
+            's' | 'S' if u.ratio(1, 4)? => '\u{17F}',
+            c if c.is_ascii_lowercase() && u.arbitrary()? => c.to_ascii_uppercase(),
+            c if c.is_ascii_uppercase() && u.arbitrary()? => c.to_ascii_lowercase(),
+            c => c,
+        };
+        out.push(variant);
+    }
+    Ok(out)
 }
 
 /// A JSON value nested at most `depth` levels.
@@ -270,20 +291,60 @@ pub fn arbitrary_resource(
     }
     if u.ratio(1, 4)? {
         out.push('?');
-        out.push_str(&arbitrary_word(u)?);
-        out.push('=');
-        out.push_str(&arbitrary_word(u)?);
+        for _ in 0..u.int_in_range(1..=3)? {
+            let name = arbitrary_word(u)?;
+            let name = if u.ratio(1, 4)? {
+                case_variant(u, &name)?
+            } else {
+                name
+            };
+            out.push_str(&name);
+            if let Some(suffix) = pick(u, QUERY_NAME_SUFFIXES)? {
+                out.push_str(suffix);
+            }
+            out.push('=');
+            out.push_str(&arbitrary_word(u)?);
+            out.push(if u.ratio(1, 8)? { ';' } else { '&' });
+        }
+        out.pop();
     }
     Ok(out)
 }
 
+/// What a query parameter's name may end in that some servers strip (`role[]`, `role[0]`).
+const QUERY_NAME_SUFFIXES: &[&str] = &["", "", "", "", "[]", "%5B%5D", "[0]", "[x]"];
+
+/// Path segments that some server reads as something else than their text: dot segments,
+/// encoded separators, compatibility characters NFKC folds into dots and separators, trailing
+/// dots and spaces, double encoding.
+const TRICKY_SEGMENTS: &[&str] = &[
+    "..",
+    "%2F",
+    "a%20b",
+    "...",
+    "..%20",
+    "%20..",
+    ".%2E%20",
+    "%EF%BC%8E%EF%BC%8E",
+    "a%EF%BC%8Fb",
+    "a%EF%BC%BCb",
+    "%EF%B9%92",
+    "file.",
+    "file%20",
+    "file.%20",
+    "%252e%252e",
+    "%252F",
+    "%C2%AA",
+    "%EF%AC%81le",
+];
+
 fn arbitrary_segment(u: &mut Unstructured<'_>) -> Result<String> {
-    Ok(match u.choose_index(6)? {
-        0 => "..".to_owned(),
-        1 => "%2F".to_owned(),
-        2 => "a%20b".to_owned(),
-        _ => arbitrary_word(u)?,
-    })
+    if u.ratio(1, 3)? {
+        if let Some(segment) = pick(u, TRICKY_SEGMENTS)? {
+            return Ok((*segment).to_owned());
+        }
+    }
+    arbitrary_word(u)
 }
 
 /// A request: mostly for a skill of the corpus, with an operation of one of its capabilities

@@ -1,19 +1,23 @@
-//! Loading a `.capc` file: header, checksum, a bounds-checked decode of the body, and the
-//! verifier on every program — without the policy compiler.
+//! Decoding a `.capc` file: header, checksum, a bounds-checked decode of the body, each skill's
+//! revision against its embedded manifest, and the verifier on every program — without the
+//! policy compiler.
 //!
-//! - [`load_capc`] is the entry point: bytes in, a [`CompiledPolicy`] (the skills plus the names
-//!   of the source files their locations point into) out, or a [`CapcError`].
-//! - [`CapcError`] says what was wrong and where (a byte offset into the file).
+//! - `decode_capc` reads bytes into a [`CompiledPolicy`] (the skills plus the names of the
+//!   source files their locations point into), or a [`CapcError`]. `compile::load_capc`, the
+//!   entry point, then compiles each skill's embedded manifest and compares (see
+//!   `docs/bytecode.md`); a policy straight from this decoder has not been checked that way.
+//! - [`CapcError`] says what was wrong and where (a byte offset into the file, the skill and
+//!   capability).
 //!
 //! Nothing here trusts the file: every count is checked against the bytes left before anything
 //! is allocated, every table index is checked against its table, every enum tag and string is
 //! validated, JSON literals are nested at most [`MAX_VALUE_DEPTH`] deep, and the rules the
 //! compiler enforces at the edges of the engine (rate-limit counts, `lifetime call 0`, window
-//! shapes, binding slots, schema `$ref` cycles) are enforced again. Finally [`verify`] runs on
-//! every program, so the engine only ever holds
-//! [`VerifiedProgram`](super::verify::VerifiedProgram)s, exactly as when it compiles sources.
-//! Decoding never panics, whatever the input (`tests/capc.rs` feeds it random and mutated
-//! bytes).
+//! shapes, binding slots, schema `$ref` cycles) are enforced again. A skill's stored revision
+//! must be the SHA-256 of its stored manifest. Finally [`verify`] runs on every program, so the
+//! engine only ever holds [`VerifiedProgram`](super::verify::VerifiedProgram)s, exactly as when
+//! it compiles sources. Decoding never panics, whatever the input (`tests/capc.rs` feeds it
+//! random and mutated bytes).
 //!
 //! Regexes, resource templates and windows are rebuilt from their stored source with the same
 //! builders the compiler uses ([`Matcher::build`] with the same size limits,
@@ -51,12 +55,11 @@ use super::verify::{VerifyError, verify};
 use super::window::{CompiledWindow, DayInterval, MINUTES_PER_DAY, WindowRule};
 use crate::limits::Limits;
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
 
-/// Most rate limits one capability may hold: the compiler's `compile::MAX_RATE_LIMITS`
-/// (pinned equal by a test).
-const MAX_RATE_LIMITS: usize = 16;
+use crate::limits::MAX_RATE_LIMITS;
 
 /// Highest risk score (`risk 0..=100`).
 const MAX_AUTONOMY: u8 = 100;
@@ -80,10 +83,7 @@ pub enum CapcError {
     #[diagnostic(help("write one with `capgate compile -p POLICY... -o FILE.capc`"))]
     BadMagic,
     /// The format version is not the one this build reads.
-    #[error(
-        "`.capc` format version {found} is not supported (this capgate reads version {supported})"
-    )]
-    #[diagnostic(help("recompile the policy sources with this capgate"))]
+    #[error("{}", version_message(*found, *supported))]
     UnsupportedVersion {
         /// The file's version.
         found: u16,
@@ -138,9 +138,41 @@ pub enum CapcError {
         /// What the verifier found.
         error: VerifyError,
     },
+    /// A skill's stored revision is not the SHA-256 of its stored manifest.
+    #[error(
+        "skill `{skill}`: the stored revision {stored} is not the SHA-256 of the skill's manifest ({computed})"
+    )]
+    RevisionMismatch {
+        /// The skill.
+        skill: String,
+        /// The revision the file states.
+        stored: Revision,
+        /// The SHA-256 of the manifest the file holds.
+        computed: Revision,
+    },
+    /// A skill's embedded manifest is not a canonical manifest that compiles.
+    #[error("skill `{skill}`: the embedded manifest {problem}")]
+    ManifestInvalid {
+        /// The skill.
+        skill: String,
+        /// What is wrong with it (`does not compile: ...`, `is not canonical ...`).
+        problem: String,
+    },
+    /// A skill's compiled form is not what its embedded manifest compiles to.
+    #[error("{}", mismatch_message(skill, capability.as_deref()))]
+    ManifestMismatch {
+        /// The skill.
+        skill: String,
+        /// The first capability that differs; `None` when the skill's own fields (name, version,
+        /// hash, signer, the list of capabilities) differ.
+        capability: Option<String>,
+    },
     /// A policy could not be written.
     #[error("cannot write a `.capc` file: {0}")]
     Encode(String),
+    /// The limits to load under set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
 }
 
 impl CapcError {
@@ -149,10 +181,42 @@ impl CapcError {
     }
 }
 
-/// Loads a `.capc` file: checks the header, the body length and checksum, decodes every skill
-/// with every index checked, rebuilds regexes, templates and windows under `limits`, and
-/// verifies every program. All or nothing: the first problem rejects the whole file.
-pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CompiledPolicy, CapcError> {
+/// [`CapcError::UnsupportedVersion`]'s message: an older file is recompiled from its sources, a
+/// newer one needs the capgate that wrote it or a recompile.
+fn version_message(found: u16, supported: u16) -> String {
+    if found < supported {
+        format!(
+            "`.capc` format version {found} is older than version {supported}, which this capgate reads: recompile the policy sources with `capgate compile`"
+        )
+    } else {
+        format!(
+            "`.capc` format version {found} is not supported (this capgate reads version {supported}): recompile the policy sources with this capgate"
+        )
+    }
+}
+
+/// [`CapcError::ManifestMismatch`]'s message.
+fn mismatch_message(skill: &str, capability: Option<&str>) -> String {
+    match capability {
+        Some(capability) => format!(
+            "skill `{skill}` capability `{capability}`: the bytecode is not what the skill's embedded manifest compiles to"
+        ),
+        None => format!(
+            "skill `{skill}`: its name, version, hash, signer or list of capabilities is not what its embedded manifest compiles to"
+        ),
+    }
+}
+
+/// Decodes a `.capc` file: checks the header, the body length and checksum, decodes every skill
+/// with every index checked and its revision checked against its manifest, rebuilds regexes,
+/// templates and windows under `limits`, and verifies every program. All or nothing: the first
+/// problem rejects the whole file. Also returns the regexes built, for the compiler to share
+/// when it checks the skills against their manifests.
+pub(crate) fn decode_capc(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<(CompiledPolicy, MatcherCache), CapcError> {
+    limits.check()?;
     let mut header = Reader::new(bytes, 0);
     if header.take(MAGIC.len(), "the magic bytes").ok() != Some(MAGIC.as_slice()) {
         return Err(CapcError::BadMagic);
@@ -207,11 +271,14 @@ pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CompiledPolicy, CapcEr
     if !reader.rest().is_empty() {
         return Err(reader.malformed("trailing bytes after the last skill"));
     }
-    Ok(CompiledPolicy {
-        skills,
-        source_files: reader.files,
-        written_by,
-    })
+    Ok((
+        CompiledPolicy {
+            skills,
+            source_files: reader.files,
+            written_by,
+        },
+        reader.matchers,
+    ))
 }
 
 /// A cursor over the file that never reads past the end.
@@ -418,7 +485,16 @@ impl<'a> Reader<'a> {
         let hash = self.opt_str("a skill hash")?;
         let signer = self.opt_str("a skill signer")?;
         let location = self.location()?;
-        let revision = self.u64("a skill revision")?;
+        let revision = Revision::from_bytes(self.array("a skill revision")?);
+        let manifest: Arc<str> = self.str("a skill manifest")?.into();
+        let computed = Revision::of_manifest(manifest.as_bytes());
+        if computed != revision {
+            return Err(CapcError::RevisionMismatch {
+                skill: name.to_string(),
+                stored: revision,
+                computed,
+            });
+        }
         let count = self.count("the capability table", 1)?;
         if count > self.limits.max_capabilities_per_skill {
             return Err(self.malformed(format!(
@@ -447,6 +523,7 @@ impl<'a> Reader<'a> {
             signer,
             location,
             revision,
+            manifest,
             capabilities,
         })
     }
@@ -1094,11 +1171,6 @@ fn in_place_cycle(nodes: &[SchemaNode]) -> Option<SchemaNodeId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn copied_limits_equal_the_compiler_limits() {
-        assert_eq!(MAX_RATE_LIMITS, crate::compile::MAX_RATE_LIMITS);
-    }
 
     #[test]
     fn an_in_place_ref_cycle_is_found() {

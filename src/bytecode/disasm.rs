@@ -13,7 +13,7 @@
 
 use std::fmt::Write;
 
-use super::index::{Index, lookup};
+use super::index::{CheckIdx, Index, lookup};
 use super::op::Op;
 use super::plan::Plan;
 use super::program::Program;
@@ -134,17 +134,64 @@ pub fn disassemble_plan(plan: Option<&Plan>) -> String {
     }
 }
 
-/// Renders a program's checks and code.
+/// The checks the code runs, in the order of their first `require` that control can reach from
+/// the first instruction: derived from the instructions alone, so an entry of the check table
+/// that no reachable `require` names is not a check of the program. Jumps are followed forward,
+/// as the verifier allows them.
+pub fn required_checks(program: &Program) -> Vec<CheckIdx> {
+    let len = program.code.len();
+    let mut reachable = vec![false; len];
+    if let Some(first) = reachable.first_mut() {
+        *first = true;
+    }
+    let mut listed = vec![false; program.checks.len()];
+    let mut checks = Vec::new();
+    for (at, op) in program.code.iter().enumerate() {
+        if !reachable.get(at).copied().unwrap_or(false) {
+            continue;
+        }
+        let effect = op.effect();
+        let next = (!effect.terminal).then_some(at + 1);
+        let jump = effect
+            .jump
+            .map(Index::to_usize)
+            .filter(|&target| target > at);
+        for target in next.into_iter().chain(jump) {
+            if let Some(slot) = reachable.get_mut(target) {
+                *slot = true;
+            }
+        }
+        if let Op::Require { check } = *op {
+            if let Some(seen) = listed.get_mut(check.to_usize()) {
+                if !*seen {
+                    *seen = true;
+                    checks.push(check);
+                }
+            }
+        }
+    }
+    checks
+}
+
+/// Renders a program's checks and code. The checks listed are those the code runs
+/// ([`required_checks`]), each with its summary and source location. Policy text in it (regexes,
+/// literals, paths, file names) has its control and bidirectional characters escaped
+/// (`value::is_hidden`): a reviewer reads the listing in the order it runs.
 pub fn disassemble(program: &Program) -> String {
     let mut out = String::new();
-    if !program.checks.is_empty() {
+    let checks = required_checks(program);
+    if !checks.is_empty() {
         out.push_str("checks:\n");
-        for (i, check) in program.checks.iter().enumerate() {
-            let location = check
+        for check in checks {
+            let Some(info) = lookup(&program.checks, check) else {
+                continue;
+            };
+            let location = info
                 .location
                 .as_ref()
                 .map_or_else(String::new, |l| format!("   {l}"));
-            let _ = writeln!(out, "  check{i:<3} {}{location}", check.summary);
+            let name = check.to_string();
+            let _ = writeln!(out, "  {name:<8} {}{location}", info.summary);
         }
     }
     out.push_str("code:\n");
@@ -158,5 +205,8 @@ pub fn disassemble(program: &Program) -> String {
         let padded = format!("{:<72}{location}", line.trim_end());
         let _ = writeln!(out, "{}", padded.trim_end());
     }
-    out
+    match crate::value::escape_controls_in_lines(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
 }

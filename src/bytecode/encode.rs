@@ -1,8 +1,9 @@
 //! Writing compiled policies to a `.capc` file, so a gateway can load them without the compiler.
 //!
 //! - [`encode_capc`] turns compiled skills into the bytes of a `.capc` file;
-//!   [`super::decode::load_capc`] reads them back, checking every byte and re-running the
-//!   verifier on every program.
+//!   `compile::load_capc` reads them back, checking every byte, re-running the verifier on every
+//!   program and comparing each skill with what its embedded manifest compiles to (through
+//!   `encode_without_locations`, the same encoding less the source locations).
 //! - [`MAGIC`], [`FORMAT_VERSION`] and [`fnv1a64`] define the header both sides agree on;
 //!   [`opcode`] numbers the instructions of [`Op`] for the file, in one place.
 //!
@@ -15,7 +16,8 @@
 //! crate version  u8 + n    the capgate version that wrote the file (UTF-8)
 //! body length    u64
 //! checksum       u64       FNV-1a 64 of the body
-//! body           …         file names, then skills (see `Writer::skill`)
+//! body           …         file names, then skills (see `Writer::skill`), each with its
+//!                          canonical manifest and revision
 //! ```
 //!
 //! The body is a hand-written binary encoding that follows the in-memory types field by field:
@@ -47,8 +49,9 @@ use crate::value::Segment;
 pub const MAGIC: [u8; 8] = *b"\x89CAPC\r\n\x1a";
 
 /// The version of the body encoding and of the instruction semantics it records. Bump it on any
-/// change to either: a loader accepts exactly this version.
-pub const FORMAT_VERSION: u16 = 2;
+/// change to either: a loader accepts exactly this version. Version 3 stores each skill's
+/// canonical manifest and its SHA-256 revision.
+pub const FORMAT_VERSION: u16 = 3;
 
 /// The capgate version written into each file's header (informational: compatibility is decided
 /// by [`FORMAT_VERSION`] alone).
@@ -56,7 +59,7 @@ pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The deepest JSON literal (constant, set member, schema `enum`/`const`) a file may hold. The
 /// decoder recurses once per level, so this bounds its stack use on hostile input.
-pub const MAX_VALUE_DEPTH: usize = 512;
+pub use crate::limits::MAX_LITERAL_DEPTH as MAX_VALUE_DEPTH;
 
 /// The 64-bit FNV-1a hash: the body checksum. It detects corruption and truncation, not
 /// tampering: a `.capc` file is as trusted as the policy source it was compiled from.
@@ -180,11 +183,13 @@ pub fn encode_capc(skills: &[CompiledSkill]) -> Result<Vec<u8>, CapcError> {
     let files = collect_files(skills);
     let mut body = Writer {
         bytes: Vec::new(),
-        file_index: files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.clone(), i))
-            .collect(),
+        file_index: Some(
+            files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.clone(), i))
+                .collect(),
+        ),
     };
     body.count(files.len())?;
     for file in &files {
@@ -209,6 +214,34 @@ pub fn encode_capc(skills: &[CompiledSkill]) -> Result<Vec<u8>, CapcError> {
     out.extend_from_slice(&fnv1a64(&body).to_le_bytes());
     out.extend_from_slice(&body);
     Ok(out)
+}
+
+/// A skill as [`encode_capc`] writes it, less every source location: the skill's own fields
+/// (name, version, hash, signer, revision, manifest), then each capability apart. Two skills
+/// with equal encodings here decode to the same skill but for the lines messages point to; the
+/// loader compares a decoded skill with what its manifest compiles to this way, and names the
+/// first capability that differs.
+pub(crate) fn encode_without_locations(
+    skill: &CompiledSkill,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>), CapcError> {
+    let mut header = Writer {
+        bytes: Vec::new(),
+        file_index: None,
+    };
+    header.skill_header(skill)?;
+    header.count(skill.capabilities.len())?;
+    let capabilities = skill
+        .capabilities
+        .iter()
+        .map(|capability| {
+            let mut writer = Writer {
+                bytes: Vec::new(),
+                file_index: None,
+            };
+            writer.capability(capability).map(|()| writer.bytes)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((header.bytes, capabilities))
 }
 
 /// Every source file named by a location, in first-use order: locations store an index into it.
@@ -240,8 +273,9 @@ fn collect_files(skills: &[CompiledSkill]) -> Vec<Arc<str>> {
 
 struct Writer {
     bytes: Vec<u8>,
-    /// Position of each file name in the file table.
-    file_index: HashMap<Arc<str>, usize>,
+    /// Position of each file name in the file table; `None` writes no locations at all
+    /// ([`encode_without_locations`]).
+    file_index: Option<HashMap<Arc<str>, usize>>,
 }
 
 impl Writer {
@@ -323,13 +357,19 @@ impl Writer {
     }
 
     fn location(&mut self, location: Option<&Location>) -> Result<(), CapcError> {
-        self.opt(location, |w, location| {
-            let file = w
-                .file_index
-                .get(&location.file)
-                .copied()
-                .ok_or_else(|| CapcError::encode("a location names a file not collected"))?;
-            w.count(file)?;
+        let Some(file_index) = &self.file_index else {
+            return Ok(());
+        };
+        let file = location
+            .map(|location| {
+                file_index
+                    .get(&location.file)
+                    .copied()
+                    .ok_or_else(|| CapcError::encode("a location names a file not collected"))
+            })
+            .transpose()?;
+        self.opt(location.zip(file).as_ref(), |w, (location, file)| {
+            w.count(*file)?;
             w.u32(location.line);
             w.u32(location.column);
             Ok(())
@@ -337,13 +377,20 @@ impl Writer {
     }
 
     fn skill(&mut self, skill: &CompiledSkill) -> Result<(), CapcError> {
+        self.skill_header(skill)?;
+        self.list(&skill.capabilities, Self::capability)
+    }
+
+    /// A skill's own fields. The manifest is the canonical text the revision hashes; the loader
+    /// hashes it again and compiles it to check the rest.
+    fn skill_header(&mut self, skill: &CompiledSkill) -> Result<(), CapcError> {
         self.str(&skill.name)?;
         self.str(&skill.version)?;
         self.opt_str(skill.hash.as_deref())?;
         self.opt_str(skill.signer.as_deref())?;
         self.location(skill.location.as_ref())?;
-        self.u64(skill.revision);
-        self.list(&skill.capabilities, Self::capability)
+        self.bytes.extend_from_slice(skill.revision.as_bytes());
+        self.str(&skill.manifest)
     }
 
     fn capability(&mut self, capability: &CompiledCapability) -> Result<(), CapcError> {

@@ -120,11 +120,20 @@ impl Matcher {
     /// is checked to parse as a regex on its own. Pasted in unchecked, a source such as
     /// `[a-z]+)|(?:x` closed the group early and made a top-level alternation whose first branch
     /// was anchored only at the start (regression: `abc; DROP TABLE` matched).
+    ///
+    /// A source that ends inside a verbose-mode comment (`(?x)a # c`) gets a line break before
+    /// the closing `)$`, which the comment would otherwise swallow ("unclosed group"); a comment
+    /// is only read in verbose mode, where the line break is whitespace and matches nothing.
     pub fn anchored(source: &str) -> Result<String, regex::Error> {
-        regex_syntax::ast::parse::Parser::new()
-            .parse(source)
+        let parsed = regex_syntax::ast::parse::Parser::new()
+            .parse_with_comments(source)
             .map_err(|e| regex::Error::Syntax(e.to_string()))?;
-        Ok(format!("^(?:{source})$"))
+        let ends_in_comment = parsed
+            .comments
+            .last()
+            .is_some_and(|comment| comment.span.end.offset == source.len());
+        let close = if ends_in_comment { "\n)$" } else { ")$" };
+        Ok(format!("^(?:{source}{close}"))
     }
 
     /// True when the pattern matches somewhere in `text` (the regex crate's `is_match`).

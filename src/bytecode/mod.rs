@@ -9,8 +9,9 @@
 //! - [`resource`], [`schema`] and [`window`] are the compiled forms of resource templates,
 //!   payload schemas and wall-clock windows.
 //! - [`disasm`] prints programs for people.
-//! - [`encode`] writes compiled skills to a `.capc` file; [`decode::load_capc`] loads one back
-//!   without the compiler, verifying every program.
+//! - [`encode`] writes compiled skills to a `.capc` file; [`decode`] reads one back, checking
+//!   every byte and each skill's revision and verifying every program; `compile::load_capc`
+//!   (the entry point) then checks each skill against the manifest embedded with it.
 
 pub mod decode;
 pub mod disasm;

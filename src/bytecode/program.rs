@@ -8,7 +8,7 @@
 //!
 //! Everything here is immutable after construction and `Send + Sync`.
 
-use crate::name::Name;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -19,6 +19,8 @@ use super::schema::SchemaProgram;
 use super::verify::VerifiedProgram;
 use super::window::CompiledWindow;
 use crate::bytes::bytes_eq;
+use crate::name::Name;
+use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
 
@@ -313,8 +315,13 @@ pub struct CompiledSkill {
     pub signer: Option<String>,
     /// Where it was declared.
     pub location: Option<Location>,
-    /// Hash of the compiled manifest: grants are pinned to it.
-    pub revision: u64,
+    /// The SHA-256 of [`CompiledSkill::manifest`]: grants are pinned to it, audit records name
+    /// it.
+    pub revision: Revision,
+    /// The canonical manifest the skill was compiled from (compact JSON, keys in byte order;
+    /// `docs/semantics.md`): the bytes its revision hashes, and what a `.capc` file's bytecode
+    /// is checked against at load.
+    pub manifest: Arc<str>,
     /// The capabilities, in declaration order.
     pub capabilities: Vec<CompiledCapability>,
 }

@@ -243,9 +243,9 @@ fn plain_origin(origin: &OriginPattern) -> Option<String> {
 }
 
 /// The leading literal segments of a template joined as `a/b/`, and how many they are: each one
-/// non-empty, not a dot segment, and made only of bytes a plain request segment can hold (so it
-/// never holds a `/`, and a plain request's path may hold it as it is),
-/// and followed by another segment or `**` (the last segment is left to the segment loop, which
+/// non-empty, accepted by [`check_segment`], and made only of bytes a plain request segment can
+/// hold (so it never holds a `/`, and a plain request's path may hold it as it is), and followed
+/// by another segment or `**` (the last segment is left to the segment loop, which
 /// checks that nothing follows it). A plain request matches those segments exactly when its path
 /// starts with this text.
 fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
@@ -260,7 +260,7 @@ fn plain_prefix(segments: &[SegmentPattern], rest: bool) -> (String, usize) {
         match segment {
             SegmentPattern::Literal(text)
                 if !text.is_empty()
-                    && !is_dot_segment(text)
+                    && check_segment(text).is_ok()
                     && text.bytes().all(|b| {
                         b != b'/' && b != b'?' && PLAIN.get(usize::from(b)).copied() == Some(true)
                     }) =>
@@ -469,8 +469,10 @@ pub(crate) enum HostByte {
     Other,
 }
 
-/// Bytes that no deny rule looks for: ASCII letters and digits and `-._~!$&'()*+,;=:/?`. A
-/// request made only of them is *plain* (the request parser's fast path); a template literal
+/// Bytes that no character-level deny rule looks for: ASCII letters and digits and
+/// `-._~!$&'()*+,;=:/?`. A request made only of them is *plain* (the request parser's fast
+/// path): no escape to decode and nothing outside ASCII, so of the rules only the structural ones
+/// apply (empty and dot segments, a dot at a segment's end, `;` in the query). A template literal
 /// made only of them, `/` and `?` aside, can be compared with a plain request byte for byte.
 #[expect(
     clippy::indexing_slicing,
@@ -608,10 +610,8 @@ fn compile_path(path: &str) -> Result<CompiledPath, ResourcePatternError> {
     Ok((segments, rest, bindings))
 }
 
-/// The most `{name}` bindings one template may have. Real templates have a handful; without a
-/// bound, checking each new name against the earlier ones made compiling a template of many
-/// bindings quadratic (regression: a 400 KB policy of one such template took 9 s to load).
-pub const MAX_BINDINGS: usize = 64;
+/// The most `{name}` bindings one template may have (defined, with why, in [`crate::limits`]).
+pub use crate::limits::MAX_BINDINGS;
 
 fn compile_segment(
     text: &str,
@@ -667,10 +667,20 @@ fn compile_segment(
     let decoded = percent::decode_segment(text).map_err(|problem| {
         ResourcePatternError::new(format!("segment `{}` {}", quote(text), problem.describe()))
     })?;
-    if is_dot_segment(&decoded) {
+    if let Some(escape) = percent::inner_escape(&decoded) {
         return Err(ResourcePatternError::with_help(
-            format!("segment `{}` is a dot segment", quote(text)),
-            "requests with `.` or `..` segments are always denied, so this template could never match",
+            format!(
+                "segment `{}` percent-decodes to another escape `{}`",
+                quote(text),
+                quote(escape)
+            ),
+            "requests with double-encoded segments are always denied, so this template could never match",
+        ));
+    }
+    if let Err(problem) = check_segment(&decoded) {
+        return Err(ResourcePatternError::with_help(
+            format!("segment `{}` {}", quote(text), problem.describe()),
+            "requests with such a segment are always denied, so this template could never match",
         ));
     }
     Ok(SegmentPattern::Literal(decoded))
@@ -694,6 +704,111 @@ pub(crate) fn is_dot_segment(decoded: &str) -> bool {
     }
     let stem = decoded.split(';').next().unwrap_or(decoded);
     stem == "." || stem == ".."
+}
+
+/// Why a (percent-decoded) path segment is one a server may read as another segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SegmentProblem {
+    /// Not in Unicode normalization form NFKC (a fullwidth `．`, `／`, `＼`, a ligature, a
+    /// superscript): a server that applies NFKC reads other characters. Holds the first character
+    /// that is not NFKC-stable on its own, if one is (text such as `e` + U+0301 is unstable only
+    /// as a sequence).
+    NotNfkc(Option<char>),
+    /// `.` or `..`, possibly with `;parameters` ([`is_dot_segment`]).
+    Dot,
+    /// Made only of dots and spaces (`...`, `.. `, ` .`), itself or before its `;parameters`: a
+    /// server that trims spaces or trailing dots reads a dot segment.
+    DotsAndSpaces,
+    /// Ends with a dot or a space, itself or before its `;parameters` (`file.`, `a `, `a.;x`):
+    /// Windows file systems and servers that trim drop them.
+    TrailingDotOrSpace,
+    /// Starts with a space (` a`): servers that trim drop it.
+    LeadingSpace,
+}
+
+impl SegmentProblem {
+    /// The problem as the tail of a sentence (`segment `x` <describe>`).
+    pub(crate) fn describe(self) -> String {
+        match self {
+            SegmentProblem::NotNfkc(Some(c)) => format!(
+                "contains U+{:04X}, which unicode normalization (nfkc) changes",
+                u32::from(c)
+            ),
+            SegmentProblem::NotNfkc(None) => {
+                "is not in unicode normalization form nfkc".to_owned()
+            }
+            SegmentProblem::Dot => "is a dot segment".to_owned(),
+            SegmentProblem::DotsAndSpaces => {
+                "is made only of dots and spaces, which a server that trims them reads as a dot segment"
+                    .to_owned()
+            }
+            SegmentProblem::TrailingDotOrSpace => {
+                "ends with a dot or a space, which a server may strip".to_owned()
+            }
+            SegmentProblem::LeadingSpace => {
+                "starts with a space, which a server may strip".to_owned()
+            }
+        }
+    }
+}
+
+/// The segment rules that do not depend on how a segment was written: `decoded` is the segment
+/// after percent-decoding (the same text for a segment without escapes). Template literals and
+/// request segments both pass through it, so a template never names a segment no request may
+/// have. Spaces are every Unicode `White_Space` character that decoding can produce.
+///
+/// Costs nothing extra on ASCII text beyond a look at its first and last bytes and, when it
+/// holds a `;`, at the byte before it.
+pub(crate) fn check_segment(decoded: &str) -> Result<(), SegmentProblem> {
+    if !decoded.is_ascii() {
+        check_nfkc(decoded)?;
+    }
+    if is_dot_segment(decoded) {
+        return Err(SegmentProblem::Dot);
+    }
+    // The text before `;parameters` is what a server that strips them goes on to read.
+    let stem = match find_byte(decoded, b';') {
+        Some(at) => decoded.get(..at).unwrap_or(decoded),
+        None => decoded,
+    };
+    for part in [decoded, stem] {
+        let Some(last) = part.chars().next_back() else {
+            continue;
+        };
+        if last != '.' && !last.is_whitespace() {
+            continue;
+        }
+        let problem = if part.chars().all(|c| c == '.' || c.is_whitespace()) {
+            SegmentProblem::DotsAndSpaces
+        } else {
+            SegmentProblem::TrailingDotOrSpace
+        };
+        return Err(problem);
+    }
+    if decoded.starts_with(char::is_whitespace) {
+        return Err(SegmentProblem::LeadingSpace);
+    }
+    Ok(())
+}
+
+/// [`SegmentProblem::NotNfkc`] unless `text` is its own NFKC form. The quick check answers most
+/// text without normalising it.
+fn check_nfkc(text: &str) -> Result<(), SegmentProblem> {
+    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
+    let normalized = match is_nfkc_quick(text.chars()) {
+        IsNormalized::Yes => true,
+        IsNormalized::No => false,
+        IsNormalized::Maybe => text.nfkc().eq(text.chars()),
+    };
+    if normalized {
+        return Ok(());
+    }
+    let unstable = text.chars().find(|&c| {
+        let mut one = [0u8; 4];
+        let one: &str = c.encode_utf8(&mut one);
+        !one.nfkc().eq(one.chars())
+    });
+    Err(SegmentProblem::NotNfkc(unstable))
 }
 
 /// The position of the first `byte` (ASCII) in `text`. A plain loop: the texts searched on the
@@ -858,13 +973,13 @@ pub(crate) mod percent {
         }
     }
 
-    /// Validates `text` as a path segment (`separators`) or query component without allocating.
-    /// Returns whether it contains anything to decode.
+    /// Validates `text` as a path segment (`separators`) or query component and returns its
+    /// decoding: borrowed (without allocating) when it contains nothing to decode.
     pub(crate) fn validate(
         text: &str,
         separators: bool,
         plus_is_space: bool,
-    ) -> Result<bool, DecodeProblem> {
+    ) -> Result<Cow<'_, str>, DecodeProblem> {
         let mut escaped = false;
         let mut at = 0usize;
         for item in Decoded::new(text, plus_is_space) {
@@ -889,21 +1004,29 @@ pub(crate) mod percent {
                 at = at.saturating_add(1);
             }
         }
-        if escaped {
-            // Decoded UTF-8 validity needs the bytes together; C1 controls are checked too.
-            let decoded = decode_bytes(text, plus_is_space);
-            let decoded = String::from_utf8(decoded).map_err(|_| DecodeProblem::NotUtf8)?;
-            if decoded.chars().any(char::is_control) {
-                return Err(DecodeProblem::EncodedControl(
-                    decoded
-                        .chars()
-                        .find(|c| c.is_control())
-                        .map(|c| format!("U+{:04X}", u32::from(c)))
-                        .unwrap_or_default(),
-                ));
-            }
+        if !escaped {
+            return Ok(Cow::Borrowed(text));
         }
-        Ok(escaped)
+        // Decoded UTF-8 validity needs the bytes together; C1 controls are checked too.
+        let decoded = decode_bytes(text, plus_is_space);
+        let decoded = String::from_utf8(decoded).map_err(|_| DecodeProblem::NotUtf8)?;
+        if let Some(c) = decoded.chars().find(|c| c.is_control()) {
+            return Err(DecodeProblem::EncodedControl(format!(
+                "U+{:04X}",
+                u32::from(c)
+            )));
+        }
+        Ok(Cow::Owned(decoded))
+    }
+
+    /// The first `%` followed by two hex digits in already-decoded text (`%2e` in the decoding
+    /// of `%252e` or `%25%32%65`): text that a server decoding twice reads differently.
+    pub(crate) fn inner_escape(decoded: &str) -> Option<&str> {
+        let bytes = decoded.as_bytes();
+        let at = bytes
+            .windows(3)
+            .position(|w| matches!(w, [b'%', h, l] if hex(*h).is_some() && hex(*l).is_some()))?;
+        decoded.get(at..at.saturating_add(3))
     }
 
     fn decode_bytes(text: &str, plus_is_space: bool) -> Vec<u8> {
@@ -929,10 +1052,7 @@ pub(crate) mod percent {
 
     /// Validates and decodes a template literal segment.
     pub(crate) fn decode_segment(text: &str) -> Result<String, DecodeProblem> {
-        validate(text, true, false)?;
-        decode(text, false)
-            .map(Cow::into_owned)
-            .ok_or(DecodeProblem::NotUtf8)
+        validate(text, true, false).map(Cow::into_owned)
     }
 
     /// True when the decoding of `text` equals `expected`, without allocating.

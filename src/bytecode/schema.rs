@@ -19,15 +19,12 @@ use serde_json::{Number, Value};
 
 use super::matcher::Matcher;
 
-/// Default cap on nested subschema evaluations (each evaluated subschema is one level).
-/// A payload at the 128-level nesting limit (SPEC §7) leaves room for four subschemas per
-/// payload level; the bound also keeps the recursion well inside a 2 MiB thread stack.
-pub const DEFAULT_SCHEMA_DEPTH_LIMIT: u32 = 512;
-
-/// Default cap on the work of one validation, in steps: subschema evaluations plus work that
-/// grows with the instance (`docs/schema.md`, "Limits"). Exceeding it aborts validation, and the
-/// engine refuses the request (`input`).
-pub const DEFAULT_SCHEMA_STEP_LIMIT: u64 = 1 << 22;
+/// Caps on nested subschema evaluations and on the work of one validation (defined, with why,
+/// in [`crate::limits`]).
+pub use crate::limits::{
+    SCHEMA_DEPTH_LIMIT as DEFAULT_SCHEMA_DEPTH_LIMIT,
+    SCHEMA_STEP_LIMIT as DEFAULT_SCHEMA_STEP_LIMIT,
+};
 
 /// Index of a node in a [`SchemaProgram`]'s arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -219,6 +216,10 @@ pub struct Shape {
     /// For each `required` name, its position in `properties` when listed there (so one lookup
     /// serves both keywords).
     pub required_properties: Vec<Option<usize>>,
+    /// The simple case foldings of the `properties` names, sorted, when `patternProperties` or
+    /// `additionalProperties` apply too (members are then matched by name, and a member that is
+    /// a case variant of a property is found by folding its name).
+    pub folded_properties: Vec<String>,
     /// Set when the schema's only keywords are `type` and the length bounds of strings and
     /// arrays: the quiet evaluator checks such a leaf in line. Boxed: `SchemaObject`s are
     /// built on the stack of a recursive compiler, whose frames this would otherwise widen.
@@ -368,6 +369,19 @@ impl Shape {
                 || !object.one_of.is_empty()
                 || object.not.is_some()
                 || object.condition.is_some(),
+            folded_properties: if object.pattern_properties.is_empty()
+                && object.additional_properties.is_none()
+            {
+                Vec::new()
+            } else {
+                let mut folded: Vec<String> = object
+                    .properties
+                    .iter()
+                    .map(|(name, _)| crate::fold::folded(name).collect())
+                    .collect();
+                folded.sort_unstable();
+                folded
+            },
             required_properties: object
                 .required
                 .iter()
@@ -390,6 +404,16 @@ impl SchemaObject {
             .ok()
             .and_then(|i| self.properties.get(i))
             .map(|(_, id)| *id)
+    }
+
+    /// True when a name of `properties` is equal to `name` under simple case folding (for a
+    /// member `properties` does not list: then a case variant of a property). Only for a schema
+    /// with `patternProperties` or `additionalProperties` ([`Shape::folded_properties`]).
+    pub fn has_case_variant_property(&self, name: &str) -> bool {
+        self.shape
+            .folded_properties
+            .binary_search_by(|property| property.chars().cmp(crate::fold::folded(name)))
+            .is_ok()
     }
 
     /// Every node this object applies to the same instance location (`$ref`, `allOf`, `anyOf`,

@@ -21,9 +21,8 @@ use super::op::Op;
 use super::plan::Plan;
 use super::program::Program;
 
-/// The deepest stack a program may use. Compiled programs need one slot per nesting level of
-/// `any`/`all`/`not` at most; the limit leaves room for the nesting limit of the language.
-pub const MAX_STACK: u16 = 256;
+/// The deepest stack a program may use (defined in [`crate::limits`]).
+pub use crate::limits::MAX_STACK;
 
 /// A program the verifier accepted.
 #[derive(Debug, Clone)]

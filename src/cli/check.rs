@@ -1,11 +1,11 @@
 //! `capgate check`: decide one request, statelessly.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
 
+use capgate::bounded::read_at_most;
 use capgate::{Engine, Limits, Request, SimulatedClock, parse_timestamp};
 
 use super::audit::AuditFile;
@@ -39,16 +39,19 @@ pub fn run(args: CheckArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
+    // Read no more than one byte past the request limit, from a file, a FIFO or standard input
+    // alike (`/dev/zero` included): a request over the limit is refused below as the library
+    // refuses it, audit record included.
+    let most = limits.max_request_bytes;
     let bytes = match args.request.as_deref() {
-        None | Some("-") => {
-            let mut bytes = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
+        None | Some("-") => match read_at_most(std::io::stdin().lock(), most) {
+            Ok(bytes) => bytes,
+            Err(e) => {
                 eprintln!("error: cannot read the request from standard input: {e}");
                 return EXIT_INPUT;
             }
-            bytes
-        }
-        Some(path) => match std::fs::read(path) {
+        },
+        Some(path) => match std::fs::File::open(path).and_then(|file| read_at_most(file, most)) {
             Ok(bytes) => bytes,
             Err(e) => {
                 eprintln!("error: cannot read request `{path}`: {e}");
@@ -74,7 +77,8 @@ pub fn run(args: CheckArgs) -> u8 {
         Err(code) => return code,
     };
     let engine = |now| {
-        let mut builder = Engine::builder(policy.clone()).limits(limits);
+        // `limits` is `Limits::DEFAULT`, the builder's own.
+        let mut builder = Engine::builder(policy.clone());
         if let Some(now) = now {
             builder = builder.clock(Arc::new(SimulatedClock::new(now)));
         }
@@ -109,7 +113,7 @@ pub fn run(args: CheckArgs) -> u8 {
     let decision = engine(now).check(&request);
     match args.format {
         Format::Text => out!("{}", decision_text(&decision)),
-        Format::Json => match serde_json::to_string(&decision) {
+        Format::Json => match capgate::value::to_json_line(&decision) {
             Ok(json) => outln!("{json}"),
             Err(e) => {
                 eprintln!("error: cannot print the decision: {e}");

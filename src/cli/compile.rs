@@ -69,6 +69,13 @@ pub fn run(args: CompileArgs) -> u8 {
             return EXIT_INPUT;
         }
     };
+    // A file that would not load is not written. Loading compiles each skill's embedded manifest
+    // again and compares; a difference is a compiler bug, better reported here than when a
+    // gateway starts.
+    if let Err(e) = capgate::compile::load_capc(&bytes, &Limits::DEFAULT) {
+        eprintln!("error: internal error: the compiled file would not load: {e}");
+        return EXIT_INPUT;
+    }
     // Write beside the target and rename, so a gateway never reads a half-written file.
     let mut partial = args.output.clone().into_os_string();
     partial.push(".partial");

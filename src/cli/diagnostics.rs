@@ -7,6 +7,7 @@
 //! standard output, with file, line, column, end line/column (1-based, columns in characters),
 //! message, help, severity and code.
 
+use std::borrow::Cow;
 use std::io::IsTerminal as _;
 use std::sync::OnceLock;
 
@@ -15,6 +16,7 @@ use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnost
 
 use capgate::LoadError;
 use capgate::span::{SourceMap, Span};
+use capgate::value::{escape_controls, escape_controls_in_lines};
 
 /// How diagnostics are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -143,8 +145,11 @@ fn handler() -> GraphicalReportHandler {
 /// One report as a miette graphical report.
 fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &Report) -> String {
     let location = sources.location(report.span);
+    // Messages, help and the snippet quote policy text: its control and bidirectional
+    // characters are escaped (reviewers read what the terminal shows).
+    let message = escape_controls(&report.message).into_owned();
     let mut diagnostic =
-        MietteDiagnostic::new(report.message.clone()).with_severity(match report.severity {
+        MietteDiagnostic::new(message.clone()).with_severity(match report.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         });
@@ -152,7 +157,7 @@ fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &
         diagnostic = diagnostic.with_code(code);
     }
     if let Some(help) = &report.help {
-        diagnostic = diagnostic.with_help(help.clone());
+        diagnostic = diagnostic.with_help(escape_controls_in_lines(help).into_owned());
     }
     let file = sources.file(report.span.file);
     let has_text = file.is_some_and(|f| !f.text.is_empty());
@@ -161,30 +166,57 @@ fn render_human(handler: &GraphicalReportHandler, sources: &SourceMap, report: &
         Some(file) if has_text => {
             let start = report.span.start_usize().min(file.text.len());
             let length = report.span.len().min(file.text.len() - start);
+            // The file's text is shared, not copied, for each report — unless it holds
+            // characters to escape, when the snippet shows an escaped copy.
+            let (text, start, length) = match shown_source(&file.text, start, start + length) {
+                Some((escaped, start, end)) => (std::sync::Arc::from(escaped), start, end - start),
+                None => (std::sync::Arc::clone(&file.text), start, length),
+            };
             diagnostic = diagnostic.with_label(LabeledSpan::new_primary_with_span(
                 Some(label(report.severity).to_owned()),
                 (start, length),
             ));
-            // The file's text is shared, not copied, for each report.
-            let source = NamedSource::new(&file.name, std::sync::Arc::clone(&file.text));
+            let source = NamedSource::new(escape_controls(&file.name), text);
             let report = miette::Report::new(diagnostic).with_source_code(source);
             handler.render_report(&mut out, report.as_ref())
         }
         _ => {
             // No text to show (a file that could not be read): name the file in the message.
-            let named = format!("{}: {}", location.file, report.message);
+            let named = format!("{}: {message}", escape_controls(&location.file));
             diagnostic.message = named;
             handler.render_report(&mut out, &diagnostic)
         }
     };
     if rendered.is_err() {
         out = format!(
-            "{location}: {}: {}\n",
+            "{}: {}: {message}\n",
+            escape_controls(&location.to_string()),
             report.severity.name(),
-            report.message
         );
     }
     out
+}
+
+/// `text` with its hidden characters escaped (`escape_controls_in_lines`) and the byte range
+/// `start..end` moved to where it lies in the escaped text; `None` when there is nothing to
+/// escape.
+fn shown_source(text: &str, start: usize, end: usize) -> Option<(String, usize, usize)> {
+    let Cow::Owned(escaped) = escape_controls_in_lines(text) else {
+        return None;
+    };
+    // How much longer the text before `offset` became: escape it alone, minus the `\r` of a
+    // `\r\n` that the cut split (kept raw in the whole text, escaped in the head).
+    let moved = |offset: usize| {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let head = text.get(..offset).unwrap_or_default();
+        let split_crlf =
+            head.ends_with('\r') && text.get(offset..).is_some_and(|t| t.starts_with('\n'));
+        offset + escape_controls_in_lines(head).len() - head.len() - usize::from(split_crlf)
+    };
+    Some((escaped, moved(start), moved(end)))
 }
 
 fn label(severity: Severity) -> &'static str {
@@ -201,15 +233,15 @@ fn render_json(sources: &SourceMap, report: &Report) -> String {
         f.line_col(usize::try_from(report.span.end).unwrap_or(0))
     });
     let value = serde_json::json!({
-        "file": &*start.file,
+        "file": escape_controls(&start.file),
         "line": start.line,
         "column": start.column,
         "end_line": end_line,
         "end_column": end_column,
         "severity": report.severity.name(),
         "code": report.code,
-        "message": report.message,
-        "help": report.help,
+        "message": escape_controls(&report.message),
+        "help": report.help.as_deref().map(escape_controls_in_lines),
     });
     value.to_string()
 }

@@ -6,6 +6,11 @@ use clap::Args;
 
 use capgate::Limits;
 use capgate::bytecode::disasm::{disassemble, disassemble_plan};
+use capgate::bytecode::index::lookup;
+use capgate::bytecode::program::{CompiledCapability, RateLimitSpec};
+use capgate::syntax::ast::Duration;
+use capgate::syntax::units::format_duration;
+use capgate::value::escape_controls;
 
 use super::{EXIT_OK, load_policies};
 
@@ -23,28 +28,61 @@ pub fn run(args: DisasmArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
+    // Names, locators and verbs are policy text: escaped as the listing is.
+    let shown = |text: &str| escape_controls(text).into_owned();
     for skill in &policy.skills {
-        outln!("skill `{}` (revision {:016x})", skill.name, skill.revision);
+        outln!(
+            "skill `{}` (revision {})",
+            shown(&skill.name),
+            skill.revision
+        );
         for capability in &skill.capabilities {
             outln!(
                 "\ncapability `{}`: {} {} [{}]",
-                capability.name,
+                shown(&capability.name),
                 capability.resource.kind().name(),
-                capability.resource.locator(),
-                capability
-                    .operations
-                    .iter()
-                    .map(|o| &**o)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                shown(capability.resource.locator()),
+                shown(
+                    &capability
+                        .operations
+                        .iter()
+                        .map(|o| &**o)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             );
             out!("{}", disassemble(capability.program.program()));
             out!("{}", disassemble_plan(capability.program.plan()));
             for limit in &capability.rate_limits {
-                outln!("  then  rateLimit {}", limit.summary);
+                outln!(
+                    "  then  rateLimit {}",
+                    shown(&rate_limit(capability, limit))
+                );
             }
         }
         outln!();
     }
     EXIT_OK
+}
+
+/// A rate limit as the engine enforces it, written from its fields (`10 per 1m burst 20 by
+/// agent.id`), not from the text stored beside them.
+pub(super) fn rate_limit(capability: &CompiledCapability, limit: &RateLimitSpec) -> String {
+    let per = u64::try_from(limit.per.as_nanos()).map_or_else(
+        |_| format!("{:?}", limit.per),
+        |nanos| format_duration(Duration { nanos }),
+    );
+    let mut text = format!("{} per {per}", limit.count);
+    if let Some(burst) = limit.burst {
+        text.push_str(&format!(" burst {burst}"));
+    }
+    let by: Vec<&str> = limit
+        .by
+        .iter()
+        .map(|&path| lookup(&capability.program.paths, path).map_or("?", |p| p.text.as_str()))
+        .collect();
+    if !by.is_empty() {
+        text.push_str(&format!(" by {}", by.join(", ")));
+    }
+    text
 }

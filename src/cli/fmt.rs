@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use capgate::Limits;
+use capgate::bounded::ByteLimit;
 use capgate::format::{FormatError, format_cap};
 use capgate::span::SourceMap;
 
@@ -24,14 +26,25 @@ pub struct FmtArgs {
 /// Runs `capgate fmt`.
 pub fn run(args: FmtArgs) -> u8 {
     let mut files = Vec::new();
+    let mut failed = false;
     for path in &args.files {
         if path.is_dir() {
-            collect_cap_files(path, &mut files);
+            let mut found = Vec::new();
+            collect_cap_files(path, &mut found);
+            // Only regular files from a walk are opened: a FIFO would block, a device not end.
+            for file in found {
+                match capgate::bounded::regular_file(&file) {
+                    Ok(()) => files.push(file),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        failed = true;
+                    }
+                }
+            }
         } else {
             files.push(path.clone());
         }
     }
-    let mut failed = false;
     let mut would_change = false;
     for path in &files {
         match format_file(path, args.check) {
@@ -55,8 +68,13 @@ fn format_file(path: &Path, check: bool) -> Result<bool, ()> {
         eprintln!("error: `{name}` is not a `.cap` file; `capgate fmt` formats `.cap` files only");
         return Err(());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        eprintln!("error: cannot read `{name}`: {e}");
+    let limit = ByteLimit::policy_file(&Limits::DEFAULT);
+    let bytes = capgate::bounded::read_file(path, limit).map_err(|e| {
+        eprintln!("error: {e}");
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        eprintln!("error: `{name}` is not UTF-8 (invalid byte at offset {offset})");
     })?;
     let formatted = match format_cap(&text) {
         Ok(formatted) => formatted,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use capgate::lint::lint_policy;
+use capgate::lint::{lint_policy, lint_text};
 use capgate::span::FileId;
 use capgate::{Limits, PolicyLoader};
 
@@ -29,8 +29,8 @@ pub struct LintArgs {
     files: Vec<PathBuf>,
 }
 
-/// Runs `capgate lint`: exit 0 (even with warnings), 1 with `--deny warnings` and a warning,
-/// 2 when the policies do not load.
+/// Runs `capgate lint`: exit 0 (even with warnings), 1 on a lint error or with `--deny warnings`
+/// and a warning, 2 when the policies do not load.
 pub fn run(args: LintArgs) -> u8 {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     for path in &args.files {
@@ -51,9 +51,18 @@ pub fn run(args: LintArgs) -> u8 {
         } else {
             capgate::syntax::parse(id, &file.text).ok()
         };
-        for lint in parsed.iter().flat_map(lint_policy) {
+        let text_lints = parsed.is_some().then(|| lint_text(id, &file.text));
+        for lint in parsed
+            .iter()
+            .flat_map(lint_policy)
+            .chain(text_lints.into_iter().flatten())
+        {
             reports.push(Report {
-                severity: Severity::Warning,
+                severity: if lint.code.is_error() {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
                 code: Some(lint.code.code()),
                 span: lint.span,
                 message: lint.message,
@@ -62,14 +71,24 @@ pub fn run(args: LintArgs) -> u8 {
         }
     }
     emit(&loaded.sources, &reports);
-    let count = reports.len();
+    let errors = reports
+        .iter()
+        .filter(|r| r.severity == Severity::Error)
+        .count();
+    let count = reports.len() - errors;
     if error_format() == ErrorFormat::Human && count > 0 {
         eprintln!(
             "warning: {count} warning{}",
             if count == 1 { "" } else { "s" }
         );
     }
-    if count > 0 && args.deny == Some(Deny::Warnings) {
+    if error_format() == ErrorFormat::Human && errors > 0 {
+        eprintln!(
+            "error: {errors} lint error{}",
+            if errors == 1 { "" } else { "s" }
+        );
+    }
+    if errors > 0 || (count > 0 && args.deny == Some(Deny::Warnings)) {
         EXIT_DENY
     } else {
         EXIT_OK

@@ -1,10 +1,12 @@
 //! `capgate replay`: run a JSON Lines session on one stateful engine with a simulated clock.
 
+use std::io::BufReader;
 use std::path::PathBuf;
 
 use clap::Args;
 
-use capgate::{Limits, Session, SessionOptions};
+use capgate::bounded::{Line, LineReader};
+use capgate::{Limits, LineResult, Session, SessionOptions};
 
 use super::audit::AuditFile;
 use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK, Format, load_policies};
@@ -51,10 +53,11 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    // Read bytes, not a `String`: a line that is not UTF-8 is an error for that line only
-    // (SPEC §8), not for the whole session.
-    let bytes = match std::fs::read(&session_path) {
-        Ok(bytes) => bytes,
+    // Read line by line, each line bounded (`Limits::max_session_line_bytes`): a session may be
+    // a pipe of any length, and a line too long to hold is an error for that line only. Bytes,
+    // not a `String`: a line that is not UTF-8 is an error for that line only too (SPEC §8).
+    let file = match std::fs::File::open(&session_path) {
+        Ok(file) => file,
         Err(e) => {
             eprintln!(
                 "error: cannot read session `{}`: {e}",
@@ -75,10 +78,35 @@ pub fn run(mut args: ReplayArgs) -> u8 {
     if let Some(audit) = &audit {
         options.audit = Some(audit.sink());
     }
-    let session = Session::new(policy, options);
+    let session = match Session::new(policy, options) {
+        Ok(session) => session,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_INPUT;
+        }
+    };
     let (mut failed, mut errors) = (0usize, 0usize);
-    for (index, raw) in bytes.split(|&byte| byte == b'\n').enumerate() {
-        let number = index + 1;
+    let mut lines = LineReader::new(BufReader::new(file), limits.max_session_line_bytes());
+    let mut number = 0usize;
+    loop {
+        number += 1;
+        let raw = match lines.next_line() {
+            Ok(None) => break,
+            Ok(Some(Line::Complete(raw))) => raw,
+            Ok(Some(Line::TooLong)) => {
+                errors += 1;
+                print_line(&session.oversized_line(number), args.format);
+                continue;
+            }
+            Err(e) => {
+                eprintln!(
+                    "error: cannot read session `{}` at line {number}: {e}",
+                    session_path.display()
+                );
+                errors += 1;
+                break;
+            }
+        };
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let result = match std::str::from_utf8(raw) {
             Ok(line) if line.trim().is_empty() => continue,
@@ -93,10 +121,7 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         };
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);
-        match args.format {
-            Format::Json => outln!("{}", result.json),
-            Format::Text => out!("{}", result.text),
-        }
+        print_line(&result, args.format);
     }
     // Printed first, but the session's own summary below still follows.
     let audit_failed = audit
@@ -114,5 +139,12 @@ pub fn run(mut args: ReplayArgs) -> u8 {
         EXIT_DENY
     } else {
         EXIT_OK
+    }
+}
+
+fn print_line(result: &LineResult, format: Format) {
+    match format {
+        Format::Json => outln!("{}", result.json),
+        Format::Text => out!("{}", result.text),
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use capgate::testing::{Report, run_dir, run_file};
+use capgate::value::escape_controls_in_lines;
 
 use super::{EXIT_DENY, EXIT_INPUT, EXIT_OK};
 
@@ -36,14 +37,17 @@ pub fn run(args: TestArgs) -> u8 {
             run_file(path)
         });
     }
+    // Case names, requests and policy text are quoted in the report: control and bidirectional
+    // characters are escaped, line breaks kept.
+    let shown = |text: String| escape_controls_in_lines(&text).into_owned();
     for failure in &report.failures {
-        outln!("{failure}");
+        outln!("{}", shown(failure.to_string()));
     }
     for error in &report.errors {
-        eprintln!("{error}");
+        eprintln!("{}", shown(error.to_string()));
     }
     if args.coverage {
-        out!("{}", report.coverage);
+        out!("{}", shown(report.coverage.to_string()));
     }
     outln!("{} passed, {} failed", report.passed, report.failed);
     if !report.errors.is_empty() {

@@ -30,11 +30,8 @@ use crate::syntax::ast::{
 use crate::syntax::units::format_duration;
 use crate::value::{Root, Segment};
 
-/// Most rate limits one capability may declare.
-pub const MAX_RATE_LIMITS: usize = 16;
-
-/// How deeply `any`/`all`/`not` may nest.
-pub const MAX_NESTING: usize = 64;
+/// Most rate limits one capability may declare, and how deeply `any`/`all`/`not` may nest.
+pub use crate::limits::{MAX_CONSTRAINT_NESTING as MAX_NESTING, MAX_RATE_LIMITS};
 
 /// Builds one capability's program.
 pub struct Emitter<'a> {

@@ -5,27 +5,34 @@
 //! rejected whole. Per capability it checks the header rules (`check.rs`), emits the constraint
 //! program (`emit.rs`, which resolves paths and compiles regexes, schemas and windows), and runs
 //! the verifier: a program the verifier rejects is a compiler bug, reported as an error rather
-//! than loaded.
+//! than loaded. Each skill also gets its canonical manifest and revision (its SHA-256).
+//!
+//! [`load_capc`] loads a `.capc` file: the decoder, then each skill compiled again from its
+//! embedded manifest and compared (`capc.rs`).
 
+mod capc;
 mod check;
 mod emit;
 pub mod error;
 pub mod schema;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+pub use capc::load_capc;
 pub use check::is_read_verb;
 pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
 
-use crate::bytecode::encode::Fnv1a64;
 use crate::bytecode::matcher::MatcherCache;
 use crate::bytecode::program::{CompiledCapability, CompiledSkill, SensitivityLevel};
 use crate::bytecode::resource::ResourcePattern;
 use crate::bytecode::verify::verify;
 use crate::limits::Limits;
+use crate::manifest::ManifestError;
 use crate::name::Name;
-use crate::span::SourceMap;
+use crate::revision::Revision;
+use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{PolicyFile, Skill};
 
 /// Compiles every skill of every file; skill names must be unique across the set.
@@ -52,9 +59,14 @@ pub fn compile_skills(
                 continue;
             }
             seen.insert(&skill.name.node, skill.name.span);
-            if let Some(compiled) =
-                compile_skill_sharing(skill, sources, limits, &mut errors, &mut matchers)
-            {
+            if let Some(compiled) = compile_skill_sharing(
+                skill,
+                sources,
+                limits,
+                &mut errors,
+                &mut matchers,
+                Reported::NONE,
+            ) {
                 skills.push(compiled);
             }
         }
@@ -73,8 +85,71 @@ pub fn compile_skill(
     limits: &Limits,
     errors: &mut Vec<CompileError>,
 ) -> Option<CompiledSkill> {
+    compile_skill_sharing(
+        skill,
+        sources,
+        limits,
+        errors,
+        &mut MatcherCache::with_total(limits.max_regex_total_bytes),
+        Reported::NONE,
+    )
+}
+
+/// Checks files that a front end could read only in part (`parse_partial`,
+/// `parse_manifest_partial`) and returns their compile errors — regexes, schemas, zones, risk,
+/// verbs — so that a load lists them with the front end's errors, not after those are fixed
+/// (SPEC §7). Each file comes with the spans of the errors its front end reported: where one
+/// lies inside a skill or capability, the checks that need a whole field there (a missing
+/// `resource`, `version` or `operations`, the justification a write verb requires, a blank or
+/// repeated name) stay quiet, since that field may be the malformed one the front end dropped.
+pub fn check_partial(
+    files: &[(PolicyFile, Vec<Span>)],
+    sources: &SourceMap,
+    limits: &Limits,
+) -> Vec<CompileError> {
+    let mut errors = Vec::new();
     let mut matchers = MatcherCache::with_total(limits.max_regex_total_bytes);
-    compile_skill_sharing(skill, sources, limits, errors, &mut matchers)
+    for (file, reported) in files {
+        for skill in &file.skills {
+            compile_skill_sharing(
+                skill,
+                sources,
+                limits,
+                &mut errors,
+                &mut matchers,
+                Reported(reported),
+            );
+        }
+    }
+    errors
+}
+
+/// The spans of the errors a front end reported in a file it read only in part (see
+/// [`check_partial`]); empty for a file read whole.
+#[derive(Debug, Clone, Copy)]
+struct Reported<'a>(&'a [Span]);
+
+impl Reported<'_> {
+    const NONE: Reported<'static> = Reported(&[]);
+
+    /// True when a reported error lies inside `span`.
+    fn within(self, span: Span) -> bool {
+        self.0
+            .iter()
+            .any(|e| e.file == span.file && e.start >= span.start && e.end <= span.end)
+    }
+
+    /// True when a reported error lies in the skill's header: inside the skill, outside every
+    /// capability.
+    fn in_header(self, skill: &Skill) -> bool {
+        self.0.iter().any(|e| {
+            Reported(std::slice::from_ref(e)).within(skill.span)
+                && !skill
+                    .capabilities
+                    .iter()
+                    .any(|c| Reported(std::slice::from_ref(e)).within(c.span))
+        })
+    }
 }
 
 /// [`compile_skill`], building regexes through `matchers`, shared with the other skills of the
@@ -85,8 +160,13 @@ fn compile_skill_sharing(
     limits: &Limits,
     errors: &mut Vec<CompileError>,
     matchers: &mut MatcherCache,
+    reported: Reported<'_>,
 ) -> Option<CompiledSkill> {
     let before = errors.len();
+    let whole_header = !reported.in_header(skill);
+    if skill.name.node.trim().is_empty() && !reported.within(skill.name.span) {
+        errors.push(blank_name("skill", skill.name.span));
+    }
     let version = match &skill.version {
         Some(v) if !v.node.trim().is_empty() => v.node.clone(),
         Some(v) => {
@@ -94,11 +174,13 @@ fn compile_skill_sharing(
             String::new()
         }
         None => {
-            errors.push(check::missing(
-                skill.name.span,
-                "version",
-                "version \"1.0.0\"",
-            ));
+            if whole_header {
+                errors.push(check::missing(
+                    skill.name.span,
+                    "version",
+                    "version \"1.0.0\"",
+                ));
+            }
             String::new()
         }
     };
@@ -122,7 +204,12 @@ fn compile_skill_sharing(
     let mut names: HashMap<&str, crate::span::Span> = HashMap::new();
     let mut capabilities = Vec::new();
     for capability in &skill.capabilities {
-        if let Some(first) = names.get(capability.name.node.as_str()) {
+        // A capability the front end reported an error in may lack a field it wrote.
+        let whole = !reported.within(capability.span);
+        if capability.name.node.trim().is_empty() && whole {
+            errors.push(blank_name("capability", capability.name.span));
+        }
+        if let (Some(first), true) = (names.get(capability.name.node.as_str()), whole) {
             errors.push(
                 CompileError::new(
                     capability.name.span,
@@ -138,11 +225,13 @@ fn compile_skill_sharing(
         names.insert(&capability.name.node, capability.name.span);
         let pattern = match &capability.resource {
             None => {
-                errors.push(check::missing(
-                    capability.name.span,
-                    "resource",
-                    "resource http \"https://host/path\"",
-                ));
+                if whole {
+                    errors.push(check::missing(
+                        capability.name.span,
+                        "resource",
+                        "resource http \"https://host/path\"",
+                    ));
+                }
                 None
             }
             Some(resource) => {
@@ -161,16 +250,20 @@ fn compile_skill_sharing(
         };
         let kind = capability.resource.as_ref().map(|r| r.node.kind);
         if capability.operations.is_empty() {
-            errors.push(check::missing(
-                capability.name.span,
-                "operations",
-                "operations GET",
-            ));
+            if whole {
+                errors.push(check::missing(
+                    capability.name.span,
+                    "operations",
+                    "operations GET",
+                ));
+            }
         } else if let Some(kind) = kind {
             check::check_operations(kind, &capability.operations, errors);
         }
         let lifetime = check::check_lifetime(capability.lifetime.as_ref(), errors);
-        check::check_justification(capability, kind, errors);
+        if whole {
+            check::check_justification(capability, kind, errors);
+        }
         let required_autonomy = capability
             .risk
             .as_ref()
@@ -208,63 +301,72 @@ fn compile_skill_sharing(
     if errors.len() != before {
         return None;
     }
+    let (manifest, revision) = match canonical_manifest(skill) {
+        Ok(canonical) => canonical,
+        Err(e) => {
+            // The checks above refuse every AST the JSON form cannot express; fail closed should
+            // one slip through, rather than pin grants to something else.
+            errors.push(CompileError {
+                span: e.span,
+                message: format!(
+                    "skill `{}` has no canonical manifest form: {}",
+                    skill.name.node, e.message
+                ),
+                help: e.help,
+            });
+            return None;
+        }
+    };
     Some(CompiledSkill {
         name: Name::interned(&skill.name.node),
         version,
         hash: skill.hash.as_ref().map(|h| h.node.clone()),
         signer: skill.signer.as_ref().map(|s| s.node.clone()),
         location: Some(sources.location(skill.name.span)),
-        revision: revision(skill),
+        revision,
+        manifest,
         capabilities,
     })
 }
 
-/// A stable 64-bit hash (FNV-1a) of the skill's meaning: its canonical JSON manifest (compact,
-/// keys in byte order; see `manifest::CanonicalSkill`), which has no source positions, so
-/// reformatting a file keeps its revision, and which does not depend on how serde_json orders
-/// maps in the build at hand. Hashed as it is written: no `Value` and no text are built.
-fn revision(skill: &Skill) -> u64 {
-    let mut hash = Fnv1a64::default();
-    let written = crate::manifest::CanonicalSkill::new(skill)
-        .ok()
-        .is_some_and(|canonical| canonical.write_to(&mut hash).is_ok());
-    if !written {
-        hash = Fnv1a64::default();
-        hash.add(format!("{:?}", without_spans(skill)).as_bytes());
-    }
-    hash.finish()
+/// A skill or capability named `""` (or only spaces): requests, grants, revocations and reasons
+/// name it, and nobody can tell it apart there.
+fn blank_name(what: &str, span: Span) -> CompileError {
+    CompileError::new(span, format!("{what} name is empty")).with_help(format!(
+        "give the {what} a name: requests, grants and deny reasons name it"
+    ))
 }
 
-/// Fallback for skills the JSON form cannot express (the checker rejects those anyway).
-fn without_spans(skill: &Skill) -> String {
-    let debug = format!("{skill:?}");
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug.as_str();
-    while let Some(at) = rest.find("Span {") {
-        out.push_str(rest.get(..at).unwrap_or(""));
-        let after = rest.get(at..).unwrap_or("");
-        rest = after
-            .find('}')
-            .and_then(|end| after.get(end + 1..))
-            .unwrap_or("");
-    }
-    out.push_str(rest);
-    out
+/// The skill's canonical manifest and its revision (the manifest's SHA-256). The canonical
+/// manifest is the JSON manifest form written compactly with keys in byte order
+/// (`manifest::CanonicalSkill`): it has no source positions, so reformatting a file keeps its
+/// revision, and it does not depend on how serde_json orders maps in the build at hand.
+fn canonical_manifest(skill: &Skill) -> Result<(Arc<str>, Revision), ManifestError> {
+    let canonical = crate::manifest::CanonicalSkill::new(skill)?;
+    let mut text = Vec::new();
+    let written = canonical.write_to(&mut text);
+    // Writing into a `Vec` does not fail, and serde_json writes UTF-8.
+    let text = written
+        .ok()
+        .and_then(|()| String::from_utf8(text).ok())
+        .ok_or_else(|| {
+            ManifestError::new(skill.name.span, "the canonical manifest is not UTF-8 text")
+        })?;
+    let revision = Revision::of_manifest(text.as_bytes());
+    Ok((Arc::from(text), revision))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::revision;
+    use super::canonical_manifest;
+    use crate::revision::Revision;
     use crate::span::FileId;
-    use crate::syntax::ast::PolicyFile;
+    use crate::syntax::ast::{PolicyFile, Skill};
 
-    /// The revision as it was computed before the canonical writer: FNV-1a of the manifest form
-    /// converted to a `Value` and printed (sorted keys in this build).
-    fn revision_through_value(skill: &crate::syntax::ast::Skill) -> u64 {
-        let text = crate::manifest::skill_to_json(skill)
-            .map(|value| value.to_string())
-            .unwrap_or_else(|e| panic!("{e:?}"));
-        crate::bytecode::encode::fnv1a64(text.as_bytes())
+    fn canonical(skill: &Skill) -> String {
+        let (text, revision) = canonical_manifest(skill).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(revision, Revision::of_manifest(text.as_bytes()));
+        text.to_string()
     }
 
     fn bundled_policies() -> Vec<PolicyFile> {
@@ -286,11 +388,7 @@ mod tests {
         files
     }
 
-    #[test]
-    fn revisions_are_unchanged_by_the_canonical_writer() {
-        let files = bundled_policies();
-        assert!(files.len() >= 6, "{} policy files found", files.len());
-        let sample = r#"skill "s" {
+    const SAMPLE: &str = r#"skill "s" {
   version "2.0.0"
   capability "c" {
     resource http "https://api.example.com/v1/{org}/items"
@@ -301,16 +399,42 @@ mod tests {
     payloadSchema { "type": "object", "required": ["z", "a"], "properties": { "z": { "const": { "b": 1, "a": [2, {"y": 0, "x": 1}] } }, "a": false } }
   }
 }"#;
-        let sample = crate::syntax::parse(FileId(0), sample).unwrap_or_else(|e| panic!("{e:?}"));
-        for file in files.iter().chain([&sample]) {
-            for skill in &file.skills {
-                assert_eq!(
-                    revision(skill),
-                    revision_through_value(skill),
-                    "{}",
-                    skill.name.node
-                );
-            }
+
+    fn skills() -> Vec<Skill> {
+        let files = bundled_policies();
+        assert!(files.len() >= 6, "{} policy files found", files.len());
+        let sample = crate::syntax::parse(FileId(0), SAMPLE).unwrap_or_else(|e| panic!("{e:?}"));
+        files
+            .into_iter()
+            .chain([sample])
+            .flat_map(|file| file.skills)
+            .collect()
+    }
+
+    /// The canonical manifest is the manifest form as a sorted `serde_json::Value` prints it:
+    /// compact, keys in byte order.
+    #[test]
+    fn the_canonical_manifest_is_the_sorted_json_form() {
+        for skill in skills() {
+            let through_value = crate::manifest::skill_to_json(&skill)
+                .map(|value| value.to_string())
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            assert_eq!(canonical(&skill), through_value, "{}", skill.name.node);
+        }
+    }
+
+    /// A `.capc` file is checked by compiling its embedded manifest: read back as a manifest,
+    /// the canonical text gives itself again, so the revision survives the trip.
+    #[test]
+    fn the_canonical_manifest_reads_back_to_itself() {
+        for skill in skills() {
+            let text = canonical(&skill);
+            let file = crate::manifest::parse_manifest(FileId(0), &text)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", skill.name.node));
+            let [again] = file.skills.as_slice() else {
+                panic!("one skill expected")
+            };
+            assert_eq!(canonical(again), text, "{}", skill.name.node);
         }
     }
 }

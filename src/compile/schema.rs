@@ -23,6 +23,7 @@ use crate::bytecode::schema::{
     Format, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram, SchemaType,
     TypeSet,
 };
+use crate::syntax::error::did_you_mean;
 use crate::value::truncate_for_message;
 
 /// Largest compiled size of one `pattern` regex by default (SPEC §7: regex compiled size 1 MiB,
@@ -30,7 +31,7 @@ use crate::value::truncate_for_message;
 pub const SCHEMA_REGEX_SIZE_LIMIT: usize = crate::limits::Limits::DEFAULT.max_regex_bytes;
 
 /// Deepest nesting of subschemas the compiler accepts (its recursion follows the nesting).
-pub const MAX_SCHEMA_NESTING: u32 = 256;
+pub use crate::limits::MAX_SCHEMA_NESTING;
 
 /// The keywords `payloadSchema` enforces (SPEC §2.6).
 pub const SUPPORTED_KEYWORDS: [&str; 37] = [
@@ -404,11 +405,15 @@ impl Compiler {
                         }
                         "dependencies" => "in 2020-12 use `dependentRequired`".to_owned(),
                         "definitions" => "in 2020-12 use `$defs`".to_owned(),
-                        _ => format!(
-                            "supported keywords: {}; ignored annotations: {}",
-                            SUPPORTED_KEYWORDS.join(" "),
-                            ANNOTATION_KEYWORDS.join(" ")
-                        ),
+                        // One suggestion when a keyword is near (`propertis`), not the list.
+                        _ => match did_you_mean(k, SUPPORTED_KEYWORDS.iter().copied()) {
+                            Some(near) => format!("did you mean `{near}`?"),
+                            None => format!(
+                                "supported keywords: {}; ignored annotations: {}",
+                                SUPPORTED_KEYWORDS.join(" "),
+                                ANNOTATION_KEYWORDS.join(" ")
+                            ),
+                        },
                     };
                     self.error(
                         &here,
@@ -1076,6 +1081,15 @@ mod tests {
         assert_eq!(e.pointer, "/properties/a/foo");
         assert_eq!(e.message, "unsupported payloadSchema keyword `foo`");
         assert!(e.help.is_some());
+    }
+
+    #[test]
+    fn a_misspelt_keyword_gets_one_suggestion_not_the_list() {
+        let e = one_error(json!({"type": "object", "propertis": {}}));
+        assert_eq!(e.message, "unsupported payloadSchema keyword `propertis`");
+        assert_eq!(e.help.as_deref(), Some("did you mean `properties`?"));
+        let e = one_error(json!({"minLenght": 1}));
+        assert_eq!(e.help.as_deref(), Some("did you mean `minLength`?"));
     }
 
     #[test]

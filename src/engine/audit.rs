@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 
 use super::decision::{Reason, Verdict};
+use crate::revision::Revision;
 
 /// What the audit trail keeps of one decision.
 #[derive(Debug, Clone, Serialize)]
@@ -39,22 +40,14 @@ pub struct AuditRecord<'a> {
     pub grant: Option<&'a str>,
     /// Why.
     pub reasons: &'a [Reason],
-    /// The revision (manifest hash) of the skill that decided (serialised as 16 hex digits).
-    #[serde(serialize_with = "hex_revision")]
-    pub revision: Option<u64>,
+    /// The revision of the skill that decided: the SHA-256 of its canonical manifest, written
+    /// `sha256:` and 64 lower-case hex digits.
+    pub revision: Option<Revision>,
 }
 
 /// `time` as `DateTime::to_rfc3339` writes it.
 fn rfc3339<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&time.to_rfc3339())
-}
-
-/// `revision` as 16 lower-case hex digits, or `null`.
-fn hex_revision<S: Serializer>(revision: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
-    match revision {
-        Some(revision) => serializer.serialize_str(&format!("{revision:016x}")),
-        None => serializer.serialize_none(),
-    }
 }
 
 /// Receives one record per decision. Implementations must not block for long: they run on the
@@ -224,7 +217,7 @@ mod tests {
             transaction: None,
             grant: None,
             reasons: &[],
-            revision: Some(0xff),
+            revision: Some(Revision::from_bytes([0xff; 32])),
         }
     }
 
@@ -455,7 +448,7 @@ mod tests {
             .map(|line| {
                 let value: serde_json::Value = serde_json::from_str(line).unwrap();
                 assert_eq!(value["skill"], "s");
-                assert_eq!(value["revision"], "00000000000000ff");
+                assert_eq!(value["revision"], format!("sha256:{}", "ff".repeat(32)));
                 value["agent"].as_str().unwrap().to_owned()
             })
             .collect();

@@ -233,7 +233,8 @@ impl Decision {
             }
             out.push_str(&format!(": {}", printable(&reason.message)));
             if let Some(source) = &reason.source {
-                out.push_str(&format!("\n      at {source}"));
+                // A file name is text too.
+                out.push_str(&format!("\n      at {}", printable(source)));
             }
             out.push('\n');
         }

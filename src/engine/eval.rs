@@ -16,14 +16,13 @@
 //! Reasons are built only on the deny path: the program runs once fast; only when it fails is it
 //! traced to find the offending value.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::Engine;
 use super::decision::{Decision, Reason, ReasonKind, Verdict};
-use super::rate_key::rate_key;
+use super::rate_key::KeyRefusal;
 use super::request::Request;
 use super::view::RequestView;
 use crate::bytecode::index::{CheckIdx, lookup};
@@ -31,9 +30,10 @@ use crate::bytecode::program::{
     CompiledCapability, CompiledSkill, LifetimeSpec, RateLimitSpec, SensitivityLevel,
 };
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::runtime::{
     Authority, Commit, CommitRefusal, GrantLifetime, GrantRefusal, GrantStatus, GrantUse,
-    LifetimeBound, RateCharge, RateSpec, Revocation, StateStore,
+    LifetimeBound, RateCharge, RateKey, RateSpec, Revocation, StateStore,
 };
 use crate::span::Location;
 use crate::vm::json::JsonKind;
@@ -47,11 +47,6 @@ pub struct CandidateTrace {
     pub capability: Name,
     /// Each top-level constraint: its summary, whether it held, and its tests.
     pub checks: Vec<(String, bool, Vec<TestReport>)>,
-}
-
-thread_local! {
-    /// Scratch space for rate-limit keys, reused so an allow does not allocate.
-    static KEYS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Collects the test reports of the failing top-level constraint.
@@ -166,6 +161,7 @@ impl Engine {
             now,
             max_array_scan: self.limits.max_array_scan,
             regex_budget,
+            refuse_case_variants: self.limits.refuse_case_variant_reads,
         }
     }
 
@@ -180,7 +176,7 @@ impl Engine {
     pub(super) fn decide_with_revision<'r, J: Json<'r>>(
         &self,
         request: &RequestView<'r, J>,
-    ) -> (Decision, Option<u64>) {
+    ) -> (Decision, Option<Revision>) {
         self.with_policy(|policy| {
             let skill = policy.skill(request.skill);
             (
@@ -354,6 +350,16 @@ impl Engine {
         let mut renew = None;
         let mut grant_token: Option<&str> = None;
         if let Some(store) = &self.state {
+            if self.removal_unrecorded(store.as_ref(), &skill.name, &capability.name) {
+                return fail(
+                    ReasonKind::Grant,
+                    format!(
+                        "a reload removed capability {} and the state store has not recorded it \
+                         yet: its earlier grants cannot be told apart",
+                        quote(&capability.name)
+                    ),
+                );
+            }
             if store.is_revoked(&skill.name, &capability.name) {
                 return fail(
                     ReasonKind::Grant,
@@ -454,26 +460,16 @@ impl Engine {
                 None => Step::Allows { grant: None },
             };
         };
-        let commit = |keys: &mut Vec<u8>| {
-            self.rate_and_commit(
-                store,
-                keys,
-                skill,
-                capability,
-                request,
-                input,
-                grant_token,
-                renew,
-                now,
-            )
-        };
-        // The thread's scratch buffer, or a fresh one when it is in use (a decision nested in a
-        // clock on this thread) or gone (a decision from a thread-local destructor at thread
-        // exit: `with` panicked there, which aborts the process — regression).
-        KEYS.try_with(|cell| cell.try_borrow_mut().ok().map(|mut keys| commit(&mut keys)))
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| commit(&mut Vec::new()))
+        self.rate_and_commit(
+            store,
+            skill,
+            capability,
+            request,
+            input,
+            grant_token,
+            renew,
+            now,
+        )
     }
 
     /// Rate limits (read-only check), gating, then the atomic commit.
@@ -484,7 +480,6 @@ impl Engine {
     fn rate_and_commit<'r, J: Json<'r>>(
         &self,
         store: &dyn StateStore,
-        keys: &mut Vec<u8>,
         skill: &CompiledSkill,
         capability: &CompiledCapability,
         request: &RequestView<'r, J>,
@@ -493,32 +488,24 @@ impl Engine {
         renew: Option<std::time::Duration>,
         now: DateTime<Utc>,
     ) -> Step<'r> {
-        // Keys are built into one reused buffer; `ends[i]` is where key i stops.
-        keys.clear();
-        let mut ends = [0usize; MAX_RATE_LIMITS];
+        // One fixed-size key per rate limit, hashed from the canonical `by` values as they are
+        // read (no copy of a value is kept).
+        let mut keys = [RateKey::from_bytes([0; RateKey::LEN]); MAX_RATE_LIMITS];
         for (index, limit) in capability.rate_limits.iter().enumerate() {
-            if let Err(reason) = rate_key(keys, skill, capability, index, limit, input) {
-                return Step::Fails(reason);
-            }
-            match ends.get_mut(index) {
-                Some(end) => *end = keys.len(),
-                None => {
-                    return Step::Abort(Reason::request(
-                        ReasonKind::Input,
-                        "internal error: too many rate limits",
-                    ));
-                }
+            let Some(slot) = keys.get_mut(index) else {
+                return Step::Abort(Reason::request(
+                    ReasonKind::Input,
+                    "internal error: too many rate limits",
+                ));
+            };
+            // An absent `by` value fails the candidate; a case variant of its name refuses the
+            // request (`input`), as for any path a capability reads.
+            match self.rate_keys.key(skill, capability, index, limit, input) {
+                Ok(key) => *slot = key,
+                Err(KeyRefusal::Absent(reason)) => return Step::Fails(reason),
+                Err(KeyRefusal::CaseVariant(reason)) => return Step::Abort(reason),
             }
         }
-        let key = |index: usize| {
-            let start = index
-                .checked_sub(1)
-                .and_then(|i| ends.get(i))
-                .copied()
-                .unwrap_or(0);
-            let end = ends.get(index).copied().unwrap_or(0);
-            keys.get(start..end).unwrap_or(&[])
-        };
         // The order of checks: a full rate limit denies before gating (lifetimes and grants
         // were checked by the caller, completely: the commit refuses the authority only when
         // it changed since — a revocation, a grant used up or a transaction ended in between).
@@ -529,8 +516,11 @@ impl Engine {
         let gated = self.gate(skill, capability, request);
         if gated.is_some() {
             for (index, limit) in capability.rate_limits.iter().enumerate() {
-                if !store.rate_would_allow(key(index), &rate_spec(limit), now) {
-                    return rate_reason(capability, limit);
+                let refused = keys
+                    .get(index)
+                    .is_none_or(|key| !store.rate_would_allow(key, &rate_spec(limit), now));
+                if refused {
+                    return rate_reason(capability, limit, now);
                 }
             }
         }
@@ -568,12 +558,13 @@ impl Engine {
         };
         let count = capability.rate_limits.len();
         let charge = |index: usize| {
-            capability.rate_limits.get(index).map(|limit| RateCharge {
-                key: key(index),
+            let limit = capability.rate_limits.get(index)?;
+            Some(RateCharge {
+                key: *keys.get(index)?,
                 spec: rate_spec(limit),
             })
         };
-        let commit = |rates: &[RateCharge<'_>]| {
+        let commit = |rates: &[RateCharge]| {
             let commit = Commit {
                 skill: &skill.name,
                 capability: &capability.name,
@@ -597,6 +588,15 @@ impl Engine {
                     CommitRefusal::Revoked => {
                         (ReasonKind::Grant, revoked_message(store, skill, capability))
                     }
+                    CommitRefusal::CapabilityRemoved => (
+                        ReasonKind::Grant,
+                        format!(
+                            "transaction {} was begun before a reload removed capability {}: \
+                             the capability's grant in it is void",
+                            quote(input.transaction.unwrap_or("")),
+                            quote(&capability.name)
+                        ),
+                    ),
                     CommitRefusal::TransactionNotOpen => (
                         ReasonKind::Lifetime,
                         format!(
@@ -610,7 +610,7 @@ impl Engine {
                     CommitRefusal::RateLimited { charge }
                     | CommitRefusal::DuplicateRateKey { charge } => {
                         if let Some(limit) = capability.rate_limits.get(charge) {
-                            return rate_reason(capability, limit);
+                            return rate_reason(capability, limit, now);
                         }
                         (ReasonKind::RateLimit, "rate limit reached".to_owned())
                     }
@@ -789,7 +789,7 @@ fn pinned_refusal<'r, J: Json<'r>>(
 }
 
 /// Most rate limits one capability may declare (the compiler enforces it).
-pub const MAX_RATE_LIMITS: usize = crate::compile::MAX_RATE_LIMITS;
+pub use crate::limits::MAX_RATE_LIMITS;
 
 /// An allow, carrying copies of the interned names (see [`crate::name`]).
 #[inline]
@@ -915,6 +915,10 @@ fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
             format!("grant {token} was issued for another skill or capability"),
         ),
         GrantRefusal::Revoked => (ReasonKind::Grant, format!("grant {token} is revoked")),
+        GrantRefusal::CapabilityRemoved => (
+            ReasonKind::Grant,
+            format!("grant {token} is void: a reload removed its capability after it was issued"),
+        ),
         GrantRefusal::TransactionMismatch => (
             ReasonKind::Grant,
             format!("grant {token} is bound to a transaction the request does not name"),
@@ -936,10 +940,10 @@ fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
 /// charge per call, not [`MAX_RATE_LIMITS`] (the placeholders of a full array were ~0.8 KB of
 /// stores per stateful decision). `None` when `count` is over [`MAX_RATE_LIMITS`] or `charge`
 /// has no charge for an index below `count`.
-fn with_charges<'k, R>(
+fn with_charges<R>(
     count: usize,
-    charge: impl Fn(usize) -> Option<RateCharge<'k>>,
-    commit: impl FnOnce(&[RateCharge<'k>]) -> R,
+    charge: impl Fn(usize) -> Option<RateCharge>,
+    commit: impl FnOnce(&[RateCharge]) -> R,
 ) -> Option<R> {
     match count {
         0 => Some(commit(&[])),
@@ -952,10 +956,10 @@ fn with_charges<'k, R>(
 
 /// [`with_charges`] in an array of `N` charges (`count` of them used, at least one): the slots
 /// past `count` repeat the first charge and are not committed.
-fn charges_in<'k, const N: usize, R>(
+fn charges_in<const N: usize, R>(
     count: usize,
-    charge: impl Fn(usize) -> Option<RateCharge<'k>>,
-    commit: impl FnOnce(&[RateCharge<'k>]) -> R,
+    charge: impl Fn(usize) -> Option<RateCharge>,
+    commit: impl FnOnce(&[RateCharge]) -> R,
 ) -> Option<R> {
     let mut charges = [charge(0)?; N];
     for (index, slot) in charges.iter_mut().enumerate().take(count).skip(1) {
@@ -978,12 +982,29 @@ fn rate_spec(limit: &RateLimitSpec) -> RateSpec {
     }
 }
 
-fn rate_reason(capability: &CompiledCapability, limit: &RateLimitSpec) -> Step<'static> {
+/// The reason a rate limit refused a call at `now`: reached, or — for a sliding window, which
+/// counts only within 64-bit nanoseconds — a clock outside the range it supports (regression:
+/// a clock in the year 9999 said "rate limit reached" on the first call).
+fn rate_reason(
+    capability: &CompiledCapability,
+    limit: &RateLimitSpec,
+    now: DateTime<Utc>,
+) -> Step<'static> {
+    let message = if limit.burst.is_none() && !crate::runtime::window_counts_at(now) {
+        format!(
+            "the clock ({}) is outside the supported range of the rate limit of {} \
+             (1677-09-21 to 2262-04-11)",
+            now.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            limit.summary
+        )
+    } else {
+        format!("rate limit of {} reached", limit.summary)
+    };
     Step::Fails(Reason {
         capability: Some(capability.name.clone()),
         constraint: ReasonKind::RateLimit,
         path: None,
-        message: format!("rate limit of {} reached", limit.summary),
+        message,
         source: limit.location.as_ref().map(ToString::to_string),
     })
 }
@@ -996,6 +1017,7 @@ fn vm_error_reason(capability: &CompiledCapability, error: &VmError) -> Reason {
             VmError::ArrayTooLong { path, .. } => Some(path.clone()),
             VmError::RegexWork { path, .. } => Some(path.clone()),
             VmError::SchemaLimit(_) => Some("payload".to_owned()),
+            VmError::CaseVariant { path } => path.clone(),
             VmError::Internal(_) => None,
         },
         message: error.to_string(),

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bounded::{ByteLimit, ReadError};
 use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::span::{FileId, Location, SourceMap, Span};
@@ -71,6 +72,9 @@ pub enum PolicyFormat {
 pub struct PolicyLoader {
     sources: SourceMap,
     files: Vec<(PolicyFile, Option<PathBuf>)>,
+    /// Files a front end read only in part, with the spans of the errors it reported; they are
+    /// compiled for their errors only (`compile::check_partial`).
+    partial: Vec<(PolicyFile, Vec<Span>)>,
     diagnostics: Vec<Diagnostic>,
     limits: Limits,
     /// Skills loaded from `.capc` files, with the file each came from.
@@ -79,11 +83,16 @@ pub struct PolicyLoader {
 
 impl PolicyLoader {
     /// A loader with the given limits.
+    /// Limits with a field above its fixed bound make [`PolicyLoader::finish`] fail, naming it.
     pub fn new(limits: Limits) -> Self {
-        PolicyLoader {
+        let mut loader = PolicyLoader {
             limits,
             ..Self::default()
+        };
+        if let Err(error) = limits.check() {
+            loader.file_error("Limits", error.to_string());
         }
+        loader
     }
 
     fn diagnostic(&mut self, span: Span, message: String, help: Option<String>) {
@@ -104,7 +113,9 @@ impl PolicyLoader {
     /// (recursively, in name order). Inside directories a `.json` file that is valid JSON is a
     /// manifest only when its top level is an object with a `skill` member; other JSON files
     /// (schemas, data) are skipped, and one that is not JSON is loaded so its error is reported.
-    /// Named files are always loaded.
+    /// A `.cap` or `.json` entry that is not a regular file (a FIFO, a socket, a device, or a
+    /// symlink to one) is an error and is never opened. Named files are always loaded, and read
+    /// no further than one byte past [`Limits::max_policy_file_bytes`].
     pub fn add_path(&mut self, path: &Path) {
         if let Err(e) = std::fs::metadata(path) {
             let name = path.display().to_string();
@@ -116,8 +127,14 @@ impl PolicyLoader {
             collect(path, &mut found);
             found.sort();
             for file in found {
+                // Opening a FIFO blocks and a device may never end: refused unopened, and an
+                // error rather than a silent skip, so no skill is left out unnoticed.
+                if let Err(e) = crate::bounded::regular_file(&file) {
+                    self.file_error(&file.display().to_string(), e.to_string());
+                    continue;
+                }
                 let is_json = file.extension().is_some_and(|e| e == "json");
-                if is_json && !looks_like_manifest(&file) {
+                if is_json && !looks_like_manifest(&file, &self.limits) {
                     continue;
                 }
                 self.add_file(&file);
@@ -143,23 +160,7 @@ impl PolicyLoader {
                 return;
             }
         };
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.len() > self.limits.max_policy_file_bytes as u64 => {
-                let message = format!(
-                    "policy file is {} bytes, more than the limit of {}",
-                    meta.len(),
-                    self.limits.max_policy_file_bytes
-                );
-                self.file_error(&name, message);
-                return;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                self.file_error(&name, format!("cannot read `{name}`: {e}"));
-                return;
-            }
-        }
-        match std::fs::read(path) {
+        match crate::bounded::read_file(path, ByteLimit::policy_file(&self.limits)) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => self.add_text(&name, text, format, Some(path.to_path_buf())),
                 Err(e) => self.file_error(
@@ -170,28 +171,21 @@ impl PolicyLoader {
                     ),
                 ),
             },
-            Err(e) => self.file_error(&name, format!("cannot read `{name}`: {e}")),
+            Err(e) => self.file_error(&name, e.to_string()),
         }
     }
 
-    /// Adds a compiled `.capc` file (see `bytecode::decode::load_capc`): its skills join the
-    /// set as compiled, after the verifier has checked every program. Directories never
-    /// contribute `.capc` files, so a compiled file next to its sources is not loaded twice.
+    /// Adds a compiled `.capc` file (see [`crate::compile::load_capc`]): its skills join the set
+    /// as compiled, after the verifier has checked every program and each skill has been
+    /// checked against its embedded manifest. Directories never contribute `.capc` files, so a
+    /// compiled file next to its sources is not loaded twice.
     fn add_compiled_file(&mut self, name: &str, path: &Path) {
-        let bytes = match std::fs::read(path) {
+        let bytes = match crate::bounded::read_file(path, ByteLimit::policy_file(&self.limits)) {
             Ok(bytes) => bytes,
-            Err(e) => return self.file_error(name, format!("cannot read `{name}`: {e}")),
+            Err(e) => return self.file_error(name, e.to_string()),
         };
-        if bytes.len() > self.limits.max_policy_file_bytes {
-            let message = format!(
-                "policy file is {} bytes, more than the limit of {}",
-                bytes.len(),
-                self.limits.max_policy_file_bytes
-            );
-            return self.file_error(name, message);
-        }
         let id = self.sources.add(name, "");
-        match crate::bytecode::decode::load_capc(&bytes, &self.limits) {
+        match crate::compile::load_capc(&bytes, &self.limits) {
             Ok(policy) => self
                 .compiled
                 .extend(policy.skills.into_iter().map(|skill| (id, skill))),
@@ -212,50 +206,55 @@ impl PolicyLoader {
         path: Option<PathBuf>,
     ) {
         if text.len() > self.limits.max_policy_file_bytes {
-            self.file_error(
-                name,
-                format!(
-                    "policy file is {} bytes, more than the limit of {}",
-                    text.len(),
-                    self.limits.max_policy_file_bytes
-                ),
-            );
+            let error = ReadError::TooLarge {
+                what: format!("`{name}`"),
+                limit: ByteLimit::policy_file(&self.limits),
+            };
+            self.file_error(name, error.to_string());
             return;
         }
         let id: FileId = self.sources.add(name, text.as_str());
-        let parsed = match format {
-            PolicyFormat::Cap => crate::syntax::parse(id, &text).map_err(|errors| {
-                errors
+        // Each front end returns what it could read with its errors, so that the compiler checks
+        // the well-formed parts too and one pass lists every error (SPEC §7).
+        let (parsed, errors) = match format {
+            PolicyFormat::Cap => {
+                let (parsed, errors) = crate::syntax::parse_partial(id, &text);
+                let errors: Vec<_> = errors
                     .into_iter()
                     .map(|e| (e.span, e.message, e.help))
-                    .collect::<Vec<_>>()
-            }),
-            PolicyFormat::Json => crate::manifest::parse_manifest(id, &text).map_err(|errors| {
-                errors
+                    .collect();
+                (parsed, errors)
+            }
+            PolicyFormat::Json => {
+                let (parsed, errors) = crate::manifest::parse_manifest_partial(id, &text);
+                let errors: Vec<_> = errors
                     .into_iter()
                     .map(|e| (e.span, e.message, e.help))
-                    .collect::<Vec<_>>()
-            }),
+                    .collect();
+                (parsed, errors)
+            }
         };
-        match parsed {
-            Ok(mut file) => {
-                let base = path
-                    .as_ref()
-                    .and_then(|p| p.parent().map(Path::to_path_buf));
-                for skill in &mut file.skills {
-                    for capability in &mut skill.capabilities {
-                        for constraint in &mut capability.constraints {
-                            self.resolve_schema_files(constraint, base.as_deref());
-                        }
-                    }
-                }
-                self.files.push((file, path));
-            }
-            Err(errors) => {
-                for (span, message, help) in errors {
-                    self.diagnostic(span, message, help);
+        let reported: Vec<Span> = errors.iter().map(|(span, _, _)| *span).collect();
+        for (span, message, help) in errors {
+            self.diagnostic(span, message, help);
+        }
+        let Some(mut file) = parsed else {
+            return;
+        };
+        let base = path
+            .as_ref()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        for skill in &mut file.skills {
+            for capability in &mut skill.capabilities {
+                for constraint in &mut capability.constraints {
+                    self.resolve_schema_files(constraint, base.as_deref());
                 }
             }
+        }
+        if reported.is_empty() {
+            self.files.push((file, path));
+        } else {
+            self.partial.push((file, reported));
         }
     }
 
@@ -270,10 +269,25 @@ impl PolicyLoader {
                     Some(base) => base.join(&file.node),
                     None => PathBuf::from(&file.node),
                 };
-                let text = match std::fs::read_to_string(&path) {
-                    Ok(text) => text,
+                let read = crate::bounded::read_file(&path, ByteLimit::policy_file(&self.limits));
+                let text = match read.map(String::from_utf8) {
+                    Ok(Ok(text)) => text,
+                    Ok(Err(e)) => {
+                        let message = format!(
+                            "schema file `{}` is not UTF-8 (invalid byte at offset {})",
+                            path.display(),
+                            e.utf8_error().valid_up_to()
+                        );
+                        self.diagnostic(span, message, None);
+                        return;
+                    }
                     Err(e) => {
-                        let message = format!("cannot read schema file `{}`: {e}", path.display());
+                        let message = match e {
+                            ReadError::Io { source, .. } => {
+                                format!("cannot read schema file `{}`: {source}", path.display())
+                            }
+                            other => format!("schema file {other}"),
+                        };
                         self.diagnostic(
                             span,
                             message,
@@ -317,6 +331,9 @@ impl PolicyLoader {
             if files.is_empty() && self.compiled.is_empty() {
                 self.file_error("<policies>", "no policy files found".to_owned());
             }
+        }
+        for e in crate::compile::check_partial(&self.partial, &self.sources, &self.limits) {
+            self.diagnostic(e.span, e.message, e.help);
         }
         let compiled = crate::compile::compile_skills(&files, &self.sources, &self.limits);
         let compiled = compiled.map(|skills| self.join_compiled(skills));
@@ -402,10 +419,11 @@ fn collect_once(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections:
 /// Whether a `.json` file found in a directory is loaded as a manifest: when its top level is an
 /// object with a `skill` member, and also when it cannot be read or is not JSON at all, so that a
 /// broken manifest is reported with its position instead of skipped (regression: a syntax error
-/// made a manifest "not a manifest", and the set loaded without its skill).
-fn looks_like_manifest(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+/// made a manifest "not a manifest", and the set loaded without its skill). A file over the
+/// policy size limit is loaded too, so the limit is what is reported.
+fn looks_like_manifest(path: &Path, limits: &Limits) -> bool {
+    crate::bounded::read_file(path, ByteLimit::policy_file(limits))
         .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_none_or(|value| value.get("skill").is_some())
 }

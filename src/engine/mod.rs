@@ -19,8 +19,8 @@ mod view;
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
@@ -34,9 +34,11 @@ pub use request::{
 use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::name::Name;
+use crate::revision::Revision;
 use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
 use crate::span::SourceMap;
-use crate::tape::Tape;
+use crate::tape::{Repeats, Tape};
+use rate_key::RateKeys;
 use view::{Decoded, NotARequest, RequestView};
 
 thread_local! {
@@ -47,7 +49,7 @@ thread_local! {
 }
 
 /// Every compiled revision of every skill, by (name, revision).
-type RevisionHistory = HashMap<(Name, u64), Arc<CompiledSkill>>;
+type RevisionHistory = HashMap<(Name, Revision), Arc<CompiledSkill>>;
 
 /// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
 /// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
@@ -162,7 +164,17 @@ pub enum EngineError {
     /// The state store refused.
     #[error(transparent)]
     State(#[from] StateError),
+    /// A [`Limits`] field is above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::LimitError),
+    /// A rate-key secret shorter than [`MIN_RATE_KEY_SECRET_BYTES`].
+    #[error("a rate-key secret needs at least {MIN_RATE_KEY_SECRET_BYTES} bytes, found {0}")]
+    #[diagnostic(help("use 32 random bytes, in a file every replica reads"))]
+    RateKeySecretTooShort(usize),
 }
+
+/// The fewest bytes a rate-key secret may have ([`EngineBuilder::rate_key_secret`]).
+pub const MIN_RATE_KEY_SECRET_BYTES: usize = 16;
 
 /// How an engine is put together.
 #[derive(Debug)]
@@ -173,6 +185,7 @@ pub struct EngineBuilder {
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    rate_keys: RateKeys,
 }
 
 impl EngineBuilder {
@@ -196,15 +209,37 @@ impl EngineBuilder {
     }
 
     /// Uses these limits (default: [`Limits::DEFAULT`]).
-    pub fn limits(mut self, limits: Limits) -> Self {
+    ///
+    /// # Errors
+    /// [`EngineError::Limits`] if a field is above its fixed bound ([`Limits::check`]): the
+    /// engine could not enforce it as set.
+    pub fn limits(mut self, limits: Limits) -> Result<Self, EngineError> {
+        limits.check()?;
         self.limits = limits;
-        self
+        Ok(self)
     }
 
     /// Observe mode: decide as usual but return allow, with the real decision in `observed`.
     pub fn observe(mut self, observe: bool) -> Self {
         self.observe = observe;
         self
+    }
+
+    /// Keys rate limits with HMAC-SHA-256 under `secret` instead of plain SHA-256, so that
+    /// callers cannot compute which `by` values share a key. Read the secret from a file that
+    /// every replica on the same state store shares: replicas with different secrets (or a
+    /// secret made up per process) count one caller under different keys, each with a full
+    /// limit.
+    ///
+    /// # Errors
+    /// [`EngineError::RateKeySecretTooShort`] for a secret of fewer than
+    /// [`MIN_RATE_KEY_SECRET_BYTES`] bytes (an empty file, say).
+    pub fn rate_key_secret(mut self, secret: &[u8]) -> Result<Self, EngineError> {
+        if secret.len() < MIN_RATE_KEY_SECRET_BYTES {
+            return Err(EngineError::RateKeySecretTooShort(secret.len()));
+        }
+        self.rate_keys = RateKeys::keyed(secret);
+        Ok(self)
     }
 
     /// Builds the engine.
@@ -224,7 +259,10 @@ impl EngineBuilder {
             audit: self.audit,
             limits: self.limits,
             observe: self.observe,
+            rate_keys: self.rate_keys,
             next_grant: AtomicU64::new(1),
+            unrecorded_removals: Mutex::new(Vec::new()),
+            any_unrecorded_removal: AtomicBool::new(false),
         }
     }
 }
@@ -259,6 +297,20 @@ impl Named {
     }
 }
 
+/// The (skill, capability) pairs of `old` that `new` lacks.
+fn removed_capabilities(old: &PolicySet, new: &PolicySet) -> Vec<(Name, Name)> {
+    let mut removed = Vec::new();
+    for skill in old.skills() {
+        let kept = new.skill(&skill.name);
+        for capability in &skill.capabilities {
+            if kept.is_none_or(|kept| kept.capability(&capability.name).is_none()) {
+                removed.push((skill.name.clone(), capability.name.clone()));
+            }
+        }
+    }
+    removed
+}
+
 /// Every engine's identity, for the per-thread policy snapshots.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -289,14 +341,25 @@ pub struct Engine {
     // reads `policy` sees a policy at least as new as the one current when `g` was published.
     generation: AtomicU64,
     policy: RwLock<Arc<PolicySet>>,
-    /// Every revision of every skill ever loaded, for grants pinned to an older one.
+    /// Every revision of every skill ever loaded, for grants pinned to an older one. Its write
+    /// lock is held through a whole reload, its read lock through a grant's issue: a grant is
+    /// issued either before a reload withdraws its capability (and is withdrawn with it) or
+    /// under the policy that reload installed.
     history: RwLock<RevisionHistory>,
     clock: Arc<dyn Clock>,
     state: Option<Arc<dyn StateStore>>,
     audit: Option<Arc<dyn AuditSink>>,
     limits: Limits,
     observe: bool,
+    /// How rate-limit keys are hashed.
+    rate_keys: RateKeys,
     next_grant: AtomicU64,
+    /// Capabilities a reload removed that the state store could not record as withdrawn
+    /// ([`StateStore::withdraw_capability`]): retried at every reload and at every call to one
+    /// of them, which is refused until then (its old grants cannot be told from new ones).
+    unrecorded_removals: Mutex<Vec<(Name, Name)>>,
+    /// Whether `unrecorded_removals` may be non-empty, so calls skip its lock when it is not.
+    any_unrecorded_removal: AtomicBool,
 }
 
 impl Engine {
@@ -309,6 +372,7 @@ impl Engine {
             audit: None,
             limits: Limits::DEFAULT,
             observe: false,
+            rate_keys: RateKeys::unkeyed(),
         }
     }
 
@@ -331,18 +395,78 @@ impl Engine {
     }
 
     /// Replaces the policy. Grants issued under the old one stay pinned to it: they are honoured
-    /// only where both the old and the new capability allow. Revocations survive reloads.
+    /// only where both the old and the new capability allow. A capability the new policy lacks
+    /// is withdrawn in the state store: its grants so far stay void even if a later reload adds
+    /// it back (SPEC §5.2). Revocations survive reloads.
     pub fn reload(&self, policy: LoadedPolicy) {
         let policy = PolicySet::new(policy);
-        {
-            let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
-            for skill in &policy.skills {
-                history.insert((skill.name.clone(), skill.revision), skill.clone());
-            }
+        // Held until the new policy is in place and its removals are recorded, so that no grant
+        // is issued under the old policy after its capability was withdrawn.
+        let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
+        for skill in &policy.skills {
+            history.insert((skill.name.clone(), skill.revision), skill.clone());
         }
-        *self.policy.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(policy);
+        let policy = Arc::new(policy);
+        let old = std::mem::replace(
+            &mut *self.policy.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(&policy),
+        );
+        self.record_removals(removed_capabilities(&old, &policy));
         // INVARIANT (policy-generation): published after the new policy is in place.
         self.generation.fetch_add(1, Ordering::Release);
+        drop(history);
+    }
+
+    /// Withdraws `removed` in the state store, with every removal still unrecorded; keeps those
+    /// the store could not record, for the next reload or call.
+    fn record_removals(&self, removed: Vec<(Name, Name)>) {
+        let Some(store) = &self.state else {
+            return;
+        };
+        let mut unrecorded = self
+            .unrecorded_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for pair in removed {
+            if !unrecorded.contains(&pair) {
+                unrecorded.push(pair);
+            }
+        }
+        unrecorded
+            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
+        self.any_unrecorded_removal
+            .store(!unrecorded.is_empty(), Ordering::Release);
+    }
+
+    /// Whether a reload removed `capability` of `skill` and the store has not recorded it yet
+    /// (after trying again now): calls to it are refused until it has.
+    #[inline]
+    pub(crate) fn removal_unrecorded(
+        &self,
+        store: &dyn StateStore,
+        skill: &Name,
+        capability: &Name,
+    ) -> bool {
+        if !self.any_unrecorded_removal.load(Ordering::Acquire) {
+            return false;
+        }
+        self.retry_removals(store, skill, capability)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn retry_removals(&self, store: &dyn StateStore, skill: &Name, capability: &Name) -> bool {
+        let mut unrecorded = self
+            .unrecorded_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        unrecorded
+            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
+        self.any_unrecorded_removal
+            .store(!unrecorded.is_empty(), Ordering::Release);
+        unrecorded
+            .iter()
+            .any(|(s, c)| s == skill && c == capability)
     }
 
     /// Runs `f` on the current policy. On the hot path it reads this thread's snapshot, checked
@@ -417,7 +541,7 @@ impl Engine {
     }
 
     /// `name` is the policy's own (interned) name, so the key is a copy, not an allocation.
-    fn skill_at_revision(&self, name: &Name, revision: u64) -> Option<Arc<CompiledSkill>> {
+    fn skill_at_revision(&self, name: &Name, revision: Revision) -> Option<Arc<CompiledSkill>> {
         self.history
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -439,6 +563,8 @@ impl Engine {
         token: Option<String>,
     ) -> Result<String, EngineError> {
         let store = self.store("a grant")?;
+        // Held until the grant is recorded: a reload cannot withdraw its capability in between.
+        let _history = self.history.read().unwrap_or_else(PoisonError::into_inner);
         let policy = self.policy();
         let compiled = policy
             .skill(skill)
@@ -515,6 +641,12 @@ impl Engine {
     }
 
     /// Decides one request. Never panics and never allows on error.
+    ///
+    /// The request is taken as built: what its parsers refuse ([`Request::from_slice`],
+    /// [`Request::from_value`] — duplicate keys, nesting past the limit, two member names equal
+    /// up to case) is not checked again here, so build it with them from untrusted input (or
+    /// call [`Engine::check_slice`] or [`Engine::check_value`]). A case variant of a name the
+    /// policy reads is refused here too (`Limits::refuse_case_variant_reads`).
     pub fn check(&self, request: &Request) -> Decision {
         self.decide_audited(&request.view())
     }
@@ -542,6 +674,18 @@ impl Engine {
         decision
     }
 
+    /// Which member names of one object this engine refuses as one name given twice: the rule
+    /// to parse a document for [`Engine::check_doc`] with ([`Repeats::CaseFolded`] unless
+    /// `Limits::refuse_case_variant_members` is off).
+    #[inline]
+    pub fn repeats(&self) -> Repeats {
+        if self.limits.refuse_case_variant_members {
+            Repeats::CaseFolded
+        } else {
+            Repeats::Exact
+        }
+    }
+
     /// Decides a request the caller has already parsed onto a [`crate::tape::Tape`] — for a
     /// gateway that parses the bytes once for its own use (routing, say) and then asks for a
     /// decision without parsing them again.
@@ -550,11 +694,19 @@ impl Engine {
     /// whatever depth limit the caller parsed with: a document larger than `max_request_bytes`
     /// or not a request this engine reads (a member nested deeper than `max_payload_depth`
     /// included, which also bounds the whole document well inside the engine's own parse
-    /// limit) is decided through the same full parse, so the input error is the same too.
+    /// limit) is decided through the same full parse, so the input error is the same too. A
+    /// document parsed with [`Repeats::Exact`] (as [`crate::tape::Tape::parse`] does) by an
+    /// engine that refuses case-variant member names is parsed again with
+    /// [`Engine::repeats`]; parse with that rule (`Tape::parse_with`) to parse once.
     pub fn check_doc(&self, doc: &crate::tape::Doc<'_>) -> Decision {
         let bytes = doc.bytes();
         if bytes.len() > self.limits.max_request_bytes {
             return self.check_slice_parsed(bytes);
+        }
+        // A document parsed without refusing case-variant member names, where the engine
+        // refuses them, may hold some: the engine parses the bytes with its own rule.
+        if self.repeats() == Repeats::CaseFolded && doc.repeats() == Repeats::Exact {
+            return self.check_slice(bytes);
         }
         self.read_doc(
             doc,
@@ -613,7 +765,7 @@ impl Engine {
     ) -> R {
         // Borrowed where it was built, as the view below is: moving the document out of the
         // `Result` copied it just after the parse stored it.
-        match &tape.parse(bytes, self.limits.parse_depth()) {
+        match &tape.parse_with(bytes, self.limits.parse_depth(), self.repeats()) {
             Ok(doc) => self.read_doc(doc, f, refused),
             Err(_) => refused(),
         }
@@ -726,7 +878,7 @@ impl Engine {
         sink: &dyn AuditSink,
         request: &RequestView<'r, J>,
         decision: &Decision,
-        revision: Option<u64>,
+        revision: Option<Revision>,
     ) {
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
@@ -864,7 +1016,7 @@ mod tests {
             self.0
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(record.revision.map(|revision| format!("{revision:016x}")));
+                .push(record.revision.map(|revision| revision.to_string()));
         }
     }
 
@@ -927,9 +1079,14 @@ mod tests {
         let engine = Engine::builder(loaded(v1)).audit(sink.clone()).build();
         let revision = |engine: &Engine| {
             let policy = engine.policy();
-            format!("{:016x}", policy.skill("s").unwrap().revision)
+            policy.skill("s").unwrap().revision.to_string()
         };
         let first = revision(&engine);
+        let manifest = engine.policy().skill("s").unwrap().manifest.clone();
+        assert_eq!(
+            first,
+            Revision::of_manifest(manifest.as_bytes()).to_string()
+        );
         let request = Request::new("s", "call", "tool:t");
         engine.check(&request);
         engine.check_slice(br#"{"skill":"s","operation":"call","resource":"tool:t"}"#);

@@ -2,7 +2,10 @@
 //!
 //! [`Request::from_slice`] is the way in for untrusted bytes: it rejects duplicate object keys
 //! anywhere (a payload with two `amount`s must not be read one way by capgate and another by the
-//! API behind it), unknown request fields, nesting deeper than the limit and oversized input.
+//! API behind it), unknown request fields, nesting deeper than the limit and oversized input;
+//! and, unless `Limits::refuse_case_variant_members` is off, objects of the payload, agent or
+//! context with two member names equal under simple case folding (`amount` and `Amount`, which
+//! an API that binds members case-insensitively reads as one).
 
 use std::fmt;
 
@@ -11,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::{Map, Value};
 
-use crate::limits::Limits;
+use crate::limits::{LimitError, Limits};
 
 /// One outbound call to decide.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,10 +59,11 @@ pub struct Request {
 /// Why bytes are not a valid request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum RequestError {
-    /// The input is larger than the limit.
-    #[error("request is {size} bytes, more than the limit of {limit}")]
+    /// The input is larger than the limit. The message names the limit, not the size: a
+    /// reader that stops one byte past the limit (`capgate check`) knows no more than that.
+    #[error("request is larger than the {limit}-byte limit (`Limits::max_request_bytes`)")]
     TooLarge {
-        /// Its size.
+        /// Its size, or as much of it as was read (at least `limit + 1`).
         size: usize,
         /// The limit.
         limit: usize,
@@ -75,6 +79,23 @@ pub enum RequestError {
     /// The JSON is malformed, has duplicate keys or unknown fields, or lacks a required field.
     #[error("malformed request: {0}")]
     Malformed(String),
+    /// An object of `payload`, `agent` or `context` has two members whose names are equal under
+    /// Unicode simple case folding (`Limits::refuse_case_variant_members`).
+    #[error(
+        "`{field}` has members `{first}` and `{second}`, whose names differ only by case: \
+         refused, as an upstream that binds members case-insensitively may read either"
+    )]
+    CaseVariantMembers {
+        /// Which part of the request.
+        field: &'static str,
+        /// One member's name, cut to 64 characters with its control characters escaped.
+        first: String,
+        /// The other's.
+        second: String,
+    },
+    /// The limits it was to be read under set a field above its fixed bound.
+    #[error(transparent)]
+    Limits(#[from] LimitError),
 }
 
 /// A parser's refusal as a [`RequestError::Malformed`]: its message quotes request text (an
@@ -97,13 +118,23 @@ impl RequestError {
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
-            RequestError::TooLarge { .. } | RequestError::TooDeep { .. }
+            RequestError::TooLarge { .. }
+                | RequestError::TooDeep { .. }
+                | RequestError::CaseVariantMembers { .. }
         )
     }
 }
 
 /// Why a request that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a request must be a JSON object";
+
+/// U+FEFF in UTF-8, which some editors write at the start of a file.
+const BYTE_ORDER_MARK: &[u8] = "\u{feff}".as_bytes();
+
+/// Why a JSON text that starts with a byte-order mark is refused (RFC 8259 §8.1: JSON text
+/// must not begin with one).
+const STARTS_WITH_BOM: &str = "the JSON text starts with a byte-order mark (U+FEFF), which JSON \
+                               does not allow; save it as UTF-8 without a BOM";
 
 impl Request {
     /// A request with the required fields and everything else absent.
@@ -130,6 +161,7 @@ impl Request {
     /// Parses a request from untrusted bytes, enforcing `limits` (size, nesting depth) and
     /// rejecting duplicate keys and unknown fields.
     pub fn from_slice(bytes: &[u8], limits: &Limits) -> Result<Request, RequestError> {
+        limits.check()?;
         if bytes.len() > limits.max_request_bytes {
             return Err(RequestError::TooLarge {
                 size: bytes.len(),
@@ -141,9 +173,16 @@ impl Request {
         // apply: refuse that form before it is read (regression: it was decided).
         let first = bytes
             .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-        if first != Some(&b'{') {
-            return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+        let rest = first.and_then(|at| bytes.get(at..)).unwrap_or_default();
+        if rest.first() != Some(&b'{') {
+            // A byte-order mark is invisible in most editors: name it, not "not an object".
+            let message = if rest.starts_with(BYTE_ORDER_MARK) {
+                STARTS_WITH_BOM
+            } else {
+                NOT_AN_OBJECT
+            };
+            return Err(RequestError::Malformed(message.to_owned()));
         }
         // One pass from bytes to `Request`: serde_json's fixed recursion limit (which would count
         // the request object around the payload) is lifted, and every field that can nest
@@ -157,6 +196,7 @@ impl Request {
         });
         let request = parsed.map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
+        request.check_member_names(limits)?;
         Ok(request)
     }
 
@@ -179,6 +219,7 @@ impl Request {
         text_size: Option<usize>,
         limits: &Limits,
     ) -> Result<Request, RequestError> {
+        limits.check()?;
         // As in `from_slice`: never read a request from an array by position.
         if !value.is_object() {
             return Err(RequestError::Malformed(NOT_AN_OBJECT.to_owned()));
@@ -195,6 +236,7 @@ impl Request {
         }
         let request: Request = serde_json::from_value(value).map_err(|e| malformed(&e))?;
         request.check_depth(limits)?;
+        request.check_member_names(limits)?;
         Ok(request)
     }
 
@@ -213,6 +255,77 @@ impl Request {
         }
         Ok(())
     }
+}
+
+impl Request {
+    /// Refuses an object of the payload, agent or context with two member names equal under
+    /// simple case folding, unless `limits` allow them. Run after [`Request::check_depth`], so the
+    /// walk is over values of bounded depth.
+    fn check_member_names(&self, limits: &Limits) -> Result<(), RequestError> {
+        if !limits.refuse_case_variant_members {
+            return Ok(());
+        }
+        for (field, value) in [
+            ("payload", &self.payload),
+            ("agent", &self.agent),
+            ("context", &self.context),
+        ] {
+            if let Some((first, second)) = case_variant_members(value) {
+                return Err(RequestError::CaseVariantMembers {
+                    field,
+                    first: crate::value::truncate_str(first, 64),
+                    second: crate::value::truncate_str(second, 64),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Objects with at most this many members are searched for case variants pair by pair; larger
+/// ones by sorting their names' foldings.
+const PAIRWISE_MEMBERS: usize = 16;
+
+/// The first two member names of an object in `value` (at any depth) that are equal under
+/// simple case folding, if any. Iterative, so a deep value cannot overflow the stack here.
+pub(crate) fn case_variant_members(value: &Value) -> Option<(&str, &str)> {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if let Some(pair) = case_variant_pair(map) {
+                    return Some(pair);
+                }
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Two member names of `map` equal under simple case folding, if any (names are distinct).
+fn case_variant_pair(map: &Map<String, Value>) -> Option<(&str, &str)> {
+    if map.len() <= PAIRWISE_MEMBERS {
+        for (i, a) in map.keys().enumerate() {
+            for b in map.keys().skip(i + 1) {
+                if crate::fold::fold_eq(a, b) {
+                    return Some((a, b));
+                }
+            }
+        }
+        return None;
+    }
+    let mut folded: Vec<(String, &str)> = map
+        .keys()
+        .map(|name| (crate::fold::folded(name).collect(), name.as_str()))
+        .collect();
+    folded.sort_unstable();
+    folded.windows(2).find_map(|pair| match pair {
+        [(x, a), (y, b)] if x == y => Some((*a, *b)),
+        _ => None,
+    })
 }
 
 /// True when `value` nests arrays/objects more than `limit` levels deep. Iterative, so a deep
@@ -242,6 +355,9 @@ pub fn parse_strict_json(text: &str) -> Result<Value, String> {
 /// Parses JSON with duplicate keys rejected and at most `max_depth` nested arrays/objects. The
 /// parser's own recursion is bounded by `max_depth`, so no input can overflow the stack.
 pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, String> {
+    if text.as_bytes().starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     // From `&str`: serde_json's `StrRead` does not check the UTF-8 of each string again.
     parse_strict(serde_json::Deserializer::from_str(text), max_depth)
 }
@@ -249,6 +365,9 @@ pub fn parse_json_with_depth(text: &str, max_depth: usize) -> Result<Value, Stri
 /// [`parse_json_with_depth`] for bytes that may not be UTF-8: invalid UTF-8 inside a string is
 /// refused (outside strings any non-ASCII byte is already a syntax error).
 pub fn parse_json_slice_with_depth(bytes: &[u8], max_depth: usize) -> Result<Value, String> {
+    if bytes.starts_with(BYTE_ORDER_MARK) {
+        return Err(STARTS_WITH_BOM.to_owned());
+    }
     parse_strict(serde_json::Deserializer::from_slice(bytes), max_depth)
 }
 
@@ -447,6 +566,59 @@ mod tests {
             parse(r#"{"skill":"s","skill":"t","operation":"GET","resource":"tool:x"}"#).is_err()
         );
         assert!(parse(r#"{"skill":"s","operation":"GET","resource":"tool:x","extra":1}"#).is_err());
+    }
+
+    #[test]
+    fn case_variant_members_are_refused_in_objects_of_any_size_unless_allowed() {
+        let request = |payload: &str| {
+            format!(r#"{{"skill":"s","operation":"GET","resource":"tool:x","payload":{payload}}}"#)
+        };
+        let many: Vec<String> = (0..40).map(|i| format!(r#""m{i}":{i}"#)).collect();
+        let large = format!(r#"{{{},"Amount":1,"amount":2}}"#, many.join(","));
+        for payload in [
+            r#"{"amount":1,"Amount":2}"#,
+            r#"{"a":[{"b":{"kind":1,"Kind":2}}]}"#,
+            "{\"sum\":1,\"\u{17F}um\":2}",
+            large.as_str(),
+        ] {
+            let text = request(payload);
+            let error = parse(&text).unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    RequestError::CaseVariantMembers {
+                        field: "payload",
+                        ..
+                    }
+                ),
+                "{error}"
+            );
+            assert!(error.is_limit());
+            assert!(error.to_string().contains("differ only by case"), "{error}");
+            let value: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                Request::from_value(value, &Limits::DEFAULT).unwrap_err(),
+                error
+            );
+            let allowed = Limits {
+                refuse_case_variant_members: false,
+                ..Limits::DEFAULT
+            };
+            assert!(Request::from_slice(text.as_bytes(), &allowed).is_ok());
+        }
+        // Names that differ other than by simple case folding, or in different objects.
+        for payload in [
+            r#"{"ss":1,"ß":2,"i":3,"İ":4}"#,
+            r#"{"a":{"x":1},"b":[{"X":2}]}"#,
+        ] {
+            assert!(parse(&request(payload)).is_ok(), "{payload}");
+        }
+        let agent =
+            r#"{"skill":"s","operation":"GET","resource":"tool:x","agent":{"id":1,"ID":2}}"#;
+        assert!(matches!(
+            parse(agent),
+            Err(RequestError::CaseVariantMembers { field: "agent", .. })
+        ));
     }
 
     #[test]

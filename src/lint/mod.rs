@@ -1,7 +1,9 @@
 //! Review warnings for policies that compile but deserve a second look.
 //!
 //! [`lint_policy`] walks a parsed [`PolicyFile`] and returns one [`Lint`] per finding, each with a
-//! stable [`LintCode`] (`CG001`…), the span it points at, a one-line message and a help line.
+//! stable [`LintCode`] (`CG001`…), the span it points at, a one-line message and a help line;
+//! [`lint_text`] reads the text of a policy that parsed for what the AST no longer shows (a
+//! bidirectional control written raw in a string literal).
 //! The rules come from the review guidance of the capability-manifest article (SPEC's seed
 //! `001`): wildcard resources, unconstrained writes, long lifetimes, boilerplate
 //! justifications, regexes that accept anything, capabilities granting every verb, write
@@ -9,9 +11,11 @@
 //! paths that may both be `null`. `docs/lints.md` lists each rule with an example and the fix.
 //!
 //! Lints never change what a policy allows; a policy with warnings loads and runs unchanged.
+//! A few lints are errors ([`LintCode::is_error`]): `capgate lint` fails on them without
+//! `--deny warnings`.
 
 use crate::compile::is_read_verb;
-use crate::span::Span;
+use crate::span::{FileId, Span};
 use crate::syntax::ast::{
     Capability, Constraint, ConstraintKind, Duration, EqualsRhs, Lifetime, PolicyFile,
     RangeSubject, ResourceKind, SchemaSource, Skill,
@@ -39,11 +43,13 @@ pub enum LintCode {
     OptionalInsideNot,
     /// CG009: `fieldEquals A == B` between two paths that may both be `null`.
     NullEqualsNull,
+    /// CG011: a bidirectional control written raw inside a string literal (an error).
+    BidiInString,
 }
 
 impl LintCode {
     /// Every lint, in code order.
-    pub const ALL: [LintCode; 9] = [
+    pub const ALL: [LintCode; 10] = [
         LintCode::WildcardResource,
         LintCode::UnconstrainedWrite,
         LintCode::LongLifetime,
@@ -53,9 +59,10 @@ impl LintCode {
         LintCode::WriteWithoutRisk,
         LintCode::OptionalInsideNot,
         LintCode::NullEqualsNull,
+        LintCode::BidiInString,
     ];
 
-    /// The stable code, `CG001`…`CG008`.
+    /// The stable code, `CG001`…`CG008`, `CG011`.
     pub fn code(self) -> &'static str {
         match self {
             LintCode::WildcardResource => "CG001",
@@ -67,6 +74,7 @@ impl LintCode {
             LintCode::WriteWithoutRisk => "CG007",
             LintCode::OptionalInsideNot => "CG008",
             LintCode::NullEqualsNull => "CG009",
+            LintCode::BidiInString => "CG011",
         }
     }
 
@@ -82,7 +90,14 @@ impl LintCode {
             LintCode::WriteWithoutRisk => "write-without-risk",
             LintCode::OptionalInsideNot => "optional-inside-not",
             LintCode::NullEqualsNull => "null-equals-null",
+            LintCode::BidiInString => "bidi-in-string",
         }
+    }
+
+    /// True for the lints that are errors, not warnings: what a reviewer approves would not be
+    /// what runs.
+    pub fn is_error(self) -> bool {
+        matches!(self, LintCode::BidiInString)
     }
 }
 
@@ -120,6 +135,31 @@ pub fn lint_policy(file: &PolicyFile) -> Vec<Lint> {
         }
     }
     lints
+}
+
+/// The lints found in the text of policy file `file` (a `.cap` file or a JSON manifest) that
+/// parsed: a bidirectional control written raw in it ([`LintCode::BidiInString`]). The parser
+/// refuses one anywhere else, so each is inside a string literal, where it is a value the policy
+/// means but reorders what a reviewer sees around it; written as an escape (`\u202e`) it shows.
+pub fn lint_text(file: FileId, text: &str) -> Vec<Lint> {
+    if text.is_ascii() {
+        return Vec::new();
+    }
+    text.char_indices()
+        .filter(|(_, c)| crate::value::is_bidi_control(*c))
+        .map(|(at, c)| Lint {
+            code: LintCode::BidiInString,
+            span: Span::new(file, at, at + c.len_utf8()),
+            message: format!(
+                "bidirectional control U+{:04X} written raw in a string literal",
+                u32::from(c)
+            ),
+            help: format!(
+                "it reorders how the text around it is shown; write it as the escape `\\u{:04x}`",
+                u32::from(c)
+            ),
+        })
+        .collect()
 }
 
 fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>) {
@@ -694,12 +734,39 @@ mod tests {
     }
 
     #[test]
+    fn a_bidi_control_in_a_string_literal_is_a_lint_error() {
+        let text = "skill \"s\" { version \"1\u{202e}\" capability \"c\u{2066}\" { } }";
+        assert!(crate::syntax::parse(FileId(0), text).is_ok());
+        let lints = lint_text(FileId(0), text);
+        let found: Vec<(&str, u32)> = lints
+            .iter()
+            .map(|l| (l.code.code(), l.span.start))
+            .collect();
+        assert_eq!(found, [("CG011", 22), ("CG011", 40)]);
+        assert!(lints.iter().all(|l| l.code.is_error()));
+        assert_eq!(
+            lints[0].message,
+            "bidirectional control U+202E written raw in a string literal"
+        );
+        assert!(lints[0].help.ends_with("`\\u202e`"), "{}", lints[0].help);
+        // Written as an escape, it is seen, and not flagged.
+        assert!(lint_text(FileId(0), "skill \"s\" { version \"1\\u202e\" }").is_empty());
+        assert!(
+            LintCode::ALL
+                .iter()
+                .filter(|c| c.is_error())
+                .eq([&LintCode::BidiInString])
+        );
+    }
+
+    #[test]
     fn every_code_is_distinct_and_ordered() {
         let all: Vec<&str> = LintCode::ALL.iter().map(|c| c.code()).collect();
         assert_eq!(
             all,
             [
-                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008", "CG009"
+                "CG001", "CG002", "CG003", "CG004", "CG005", "CG006", "CG007", "CG008", "CG009",
+                "CG011"
             ]
         );
     }

@@ -22,8 +22,9 @@ use crate::span::{FileId, Span};
 /// Objects up to this many members check a new key against the earlier ones one by one.
 const LINEAR_KEYS: usize = 16;
 
-/// The deepest nesting of arrays and objects accepted (the outermost container is level 1).
-pub const MAX_DEPTH: usize = 128;
+/// The deepest nesting of arrays and objects accepted (the outermost container is level 1),
+/// the same as `.cap` text's ([`crate::limits::MAX_POLICY_NESTING`]).
+pub use crate::limits::MAX_POLICY_NESTING as MAX_DEPTH;
 
 /// One JSON node with the span of its text.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +108,19 @@ impl SpannedJson {
 /// Parses one JSON text. Syntax errors stop the reader (the first is returned); duplicate keys
 /// are all reported.
 pub fn parse_json(file: FileId, text: &str) -> Result<SpannedJson, Vec<ManifestError>> {
+    match parse_json_partial(file, text) {
+        (Some(node), errors) if errors.is_empty() => Ok(node),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`parse_json`], keeping the document when its only errors are duplicate keys (each object
+/// then holds every member as written, and readers see the first of each name), so that the
+/// rest of a manifest can still be checked.
+pub(crate) fn parse_json_partial(
+    file: FileId,
+    text: &str,
+) -> (Option<SpannedJson>, Vec<ManifestError>) {
     let mut reader = Reader {
         file,
         text,
@@ -115,20 +129,17 @@ pub fn parse_json(file: FileId, text: &str) -> Result<SpannedJson, Vec<ManifestE
         duplicates: Vec::new(),
     };
     if text.starts_with('\u{feff}') {
-        return Err(vec![
-            reader
-                .error(0, 3, "byte order mark is not allowed in JSON")
-                .with_help("save the file as UTF-8 without a BOM"),
-        ]);
+        let error = reader
+            .error(0, 3, "byte order mark is not allowed in JSON")
+            .with_help("save the file as UTF-8 without a BOM");
+        return (None, vec![error]);
     }
-    let result = reader.document();
-    match result {
-        Ok(node) if reader.duplicates.is_empty() => Ok(node),
-        Ok(_) => Err(reader.duplicates),
+    match reader.document() {
+        Ok(node) => (Some(node), reader.duplicates),
         Err(error) => {
             let mut errors = reader.duplicates;
             errors.push(error);
-            Err(errors)
+            (None, errors)
         }
     }
 }
@@ -179,6 +190,17 @@ impl Reader<'_> {
             Some('/') => self
                 .error(self.pos, self.pos + 1, "comments are not allowed in JSON")
                 .with_help("remove the comment; `justification` is the place for prose"),
+            Some(c) if crate::value::is_bidi_control(c) => {
+                self.error(
+                    self.pos,
+                    self.pos + c.len_utf8(),
+                    format!(
+                        "bidirectional control U+{:04X} outside a string, expected {expected}",
+                        u32::from(c)
+                    ),
+                )
+                .with_help("it can make the manifest read differently from how it loads; delete it")
+            }
             Some(c) => self.error(
                 self.pos,
                 self.pos + c.len_utf8(),

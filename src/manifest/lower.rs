@@ -23,27 +23,31 @@ use crate::syntax::ast::{
 use crate::syntax::units::{parse_days, parse_duration, parse_rate_unit, parse_time_of_day};
 use crate::value::{Path, Root};
 
-/// Lowers one manifest document, or returns every error found in it.
+/// Lowers one manifest document: the skill and every error found in it. With errors, the skill
+/// holds the parts that were well-formed (a malformed field is absent, a malformed constraint
+/// or capability is dropped), for the compiler to check as well; it is `None` when the skill
+/// itself could not be read (no object, no name).
 pub(crate) fn lower_manifest(
     document: &SpannedJson,
     text: &str,
-) -> Result<PolicyFile, Vec<ManifestError>> {
+) -> (Option<PolicyFile>, Vec<ManifestError>) {
     let mut lowerer = Lowerer {
         text,
         errors: Vec::new(),
     };
     let skill = lowerer.skill(document);
-    match skill {
-        Some(skill) if lowerer.errors.is_empty() => Ok(PolicyFile {
-            skills: vec![skill],
-        }),
+    let mut errors = lowerer.errors;
+    if skill.is_none() && errors.is_empty() {
         // Never an empty error list: a failed load always says why.
-        _ if lowerer.errors.is_empty() => Err(vec![ManifestError::new(
+        errors.push(ManifestError::new(
             document.span,
             "the manifest could not be read",
-        )]),
-        _ => Err(lowerer.errors),
+        ));
     }
+    let file = skill.map(|skill| PolicyFile {
+        skills: vec![skill],
+    });
+    (file, errors)
 }
 
 const TOP_FIELDS: &[&str] = &["skill", "risk", "sensitivity", "capabilities"];
@@ -321,9 +325,13 @@ impl Lowerer<'_> {
         match parse_duration(&text) {
             Ok(duration) => Some(Spanned::new(duration, node.span)),
             Err(message) => {
-                self.push(ManifestError::new(node.span, message).with_help(
-                    "durations are a whole number and a unit, `500ms`, `30s`, `10m`, `2h`, `1d`, or parts from the largest unit down, `1h30m`",
-                ));
+                let help = match crate::syntax::units::suggest_duration(&text) {
+                    Some(meant) => format!("did you mean `{meant}`?"),
+                    None => "durations are a whole number and a unit, `500ms`, `30s`, `10m`, \
+                             `2h`, `1d`, or parts from the largest unit down, `1h30m`"
+                        .to_owned(),
+                };
+                self.push(ManifestError::new(node.span, message).with_help(help));
                 None
             }
         }
@@ -413,14 +421,21 @@ impl Lowerer<'_> {
 
     fn risk(&mut self, node: &SpannedJson) -> Option<Spanned<Risk>> {
         let risk = match &node.value {
-            JsonValue::Number(n) => match n.as_i64() {
-                Some(score) => Risk::Score(score),
-                None => {
-                    let message = if n.is_f64() {
-                        format!("`risk` must be a whole number, found `{n}`")
-                    } else {
-                        format!("risk score `{n}` must be between 0 and 100")
-                    };
+            // A whole number is a score however it is written (`80`, `80.0`, `8e1`), as a
+            // request's `autonomy` is; out-of-range scores are kept for the checker to refuse.
+            JsonValue::Number(n) => match (n.as_i64(), n.as_f64()) {
+                (Some(score), _) => Risk::Score(score),
+                (None, Some(f)) if f.fract() == 0.0 && f.abs() <= 1e15 => {
+                    // Whole and well inside i64: the conversion is exact.
+                    Risk::Score(f as i64)
+                }
+                (None, Some(f)) if f.fract() != 0.0 => {
+                    let message = format!("`risk` must be a whole number, found `{n}`");
+                    self.push(ManifestError::new(node.span, message));
+                    return None;
+                }
+                _ => {
+                    let message = format!("risk score `{n}` must be between 0 and 100");
                     self.push(ManifestError::new(node.span, message));
                     return None;
                 }
@@ -620,6 +635,31 @@ impl Lowerer<'_> {
 
     // ----- constraints -----
 
+    /// The `constraint` of a `not`: one constraint object (an array is named as such, with the
+    /// way to negate several).
+    fn not_operand(&mut self, node: &SpannedJson) -> Option<Constraint> {
+        match &node.value {
+            JsonValue::Object(_) => self.constraint(node, true),
+            JsonValue::Array(_) => {
+                self.push(
+                    ManifestError::new(
+                        node.span,
+                        "`constraint` must be one constraint object, found an array",
+                    )
+                    .with_help(
+                        "`not` takes exactly one constraint; wrap several in `{\"type\": \"any\"}` \
+                         or `{\"type\": \"all\"}`",
+                    ),
+                );
+                None
+            }
+            _ => {
+                self.wrong_type(node, "constraint", "a constraint object");
+                None
+            }
+        }
+    }
+
     fn constraint(&mut self, node: &SpannedJson, nested: bool) -> Option<Constraint> {
         let JsonValue::Object(_) = &node.value else {
             self.wrong_type(node, "constraints", "constraint objects");
@@ -704,7 +744,7 @@ impl Lowerer<'_> {
                 // "not"
                 let child = self
                     .required(&fields, "constraint")
-                    .and_then(|n| self.constraint(n, true));
+                    .and_then(|n| self.not_operand(n));
                 child.map(|c| ConstraintKind::Not(Box::new(c)))
             }
         };

@@ -25,6 +25,26 @@ use crate::syntax::ast::PolicyFile;
 /// JSON syntax errors stop the reader at the first one (duplicate keys are all listed); past
 /// that, every shape error in the document is collected.
 pub fn parse_manifest(file: FileId, text: &str) -> Result<PolicyFile, Vec<ManifestError>> {
-    let document = json::parse_json(file, text)?;
-    lower::lower_manifest(&document, text)
+    match parse_manifest_partial(file, text) {
+        (Some(policy), errors) if errors.is_empty() => Ok(policy),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`parse_manifest`], returning with the errors the parts of the manifest that were
+/// well-formed (malformed fields absent, malformed constraints and capabilities dropped), so
+/// that the compiler can check those too and a load lists every error in one pass (SPEC §7).
+/// The policy is `None` when the document is not JSON or its skill cannot be read; with no
+/// errors it is the policy [`parse_manifest`] returns.
+pub fn parse_manifest_partial(
+    file: FileId,
+    text: &str,
+) -> (Option<PolicyFile>, Vec<ManifestError>) {
+    let (document, mut errors) = json::parse_json_partial(file, text);
+    let Some(document) = document else {
+        return (None, errors);
+    };
+    let (policy, shape_errors) = lower::lower_manifest(&document, text);
+    errors.extend(shape_errors);
+    (policy, errors)
 }

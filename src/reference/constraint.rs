@@ -18,7 +18,8 @@ use crate::syntax::ast::{
 use crate::value::{Path, cmp_numbers, json_eq};
 use crate::vm::resource::{Bindings, RequestResource};
 
-/// The request breaks a limit (a `[*]` over too long an array): the whole request is denied.
+/// The request breaks a limit (a `[*]` over too long an array) or has a case variant of a name
+/// read: the whole request is denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Abort;
 
@@ -31,6 +32,8 @@ pub(super) struct Env<'a> {
     pub(super) bindings: &'a Bindings<'a>,
     pub(super) now: DateTime<Utc>,
     pub(super) max_array_scan: usize,
+    /// A missing member with a case variant in its object refuses the request.
+    pub(super) refuse_case_variants: bool,
     /// The constraint being checked sits under an odd number of `not`s.
     pub(super) negated: std::cell::Cell<bool>,
 }
@@ -128,6 +131,7 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
                 let a = reach_one(env, &a.node)?;
                 let b = reach_one(env, &b.node)?;
                 match (a, b) {
+                    (Reached::CaseVariant, _) | (_, Reached::CaseVariant) => return Err(Abort),
                     (Reached::Broken, _) | (_, Reached::Broken) => env.broken(),
                     (Reached::Absent, _) | (_, Reached::Absent) => optional,
                     (Reached::Value(a), Reached::Value(b)) => {
@@ -150,12 +154,13 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
         ConstraintKind::PayloadSchema(source) => match source {
             SchemaSource::Inline(schema) => {
                 match crate::compile::schema::compile_schema(&schema.node) {
-                    // A limit refuses the whole request (SPEC §7), as in the engine.
-                    // The reference does not count regex work (`Limits::max_regex_work`).
+                    // A limit or a case variant refuses the whole request (SPEC §7), as in the
+                    // engine. The reference does not count regex work (`Limits::max_regex_work`).
                     Ok(program) => crate::vm::schema::validate(
                         &program,
                         &env.request.payload,
                         &crate::vm::RegexBudget::unlimited(),
+                        env.refuse_case_variants,
                     )
                     .map_err(|_| Abort)?,
                     Err(_) => false,
@@ -231,6 +236,7 @@ fn every(
             Reached::Absent if optional => {}
             Reached::Absent => return Ok(false),
             Reached::Broken => return Ok(env.broken()),
+            Reached::CaseVariant => return Err(Abort),
         }
     }
     Ok(true)
@@ -242,6 +248,7 @@ fn equals_other(env: &Env<'_>, path: &Path, other: &Path, optional: bool) -> Res
         Reached::Value(other) => other,
         Reached::Broken => return Ok(env.broken()),
         Reached::Absent => return Ok(false),
+        Reached::CaseVariant => return Err(Abort),
     };
     let other = other.to_json();
     every(env, path, optional, |found| {

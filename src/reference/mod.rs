@@ -78,7 +78,9 @@ pub fn decide(files: &[PolicyFile], request: &Request, now: DateTime<Utc>) -> Re
     decide_with_limits(files, request, now, &Limits::DEFAULT)
 }
 
-/// [`decide`] with explicit limits (only `max_array_scan` is consulted).
+/// [`decide`] with explicit limits (only `max_array_scan` and `refuse_case_variant_reads` are
+/// consulted: case-variant member names, `refuse_case_variant_members`, are the request
+/// parsers' to refuse, and a [`Request`] is taken as built, as `Engine::check` takes it).
 pub fn decide_with_limits(
     files: &[PolicyFile],
     request: &Request,
@@ -146,6 +148,7 @@ pub fn decide_with_limits(
             bindings: &bindings,
             now,
             max_array_scan: limits.max_array_scan,
+            refuse_case_variants: limits.refuse_case_variant_reads,
             negated: std::cell::Cell::new(false),
         };
         match constraint::first_failing(&env, &capability.constraints) {

@@ -40,6 +40,9 @@ pub(super) enum Reached<'a> {
     Absent,
     /// A step met a value of the wrong type, or a query parameter was repeated.
     Broken,
+    /// A member is missing, but its object has a member whose name is a case variant of it
+    /// (and the limits refuse that): the request is refused.
+    CaseVariant,
 }
 
 /// Everything `path` reaches in the request, in document order.
@@ -57,7 +60,12 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
         if root.is_null() && !path.segments.is_empty() {
             Ok(vec![Reached::Absent])
         } else {
-            follow(root, &path.segments, env.max_array_scan)
+            follow(
+                root,
+                &path.segments,
+                env.max_array_scan,
+                env.refuse_case_variants,
+            )
         }
     };
     match path.root {
@@ -76,7 +84,9 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
                 match env.resource.query(name) {
                     QueryValue::Absent => vec![Reached::Absent],
                     QueryValue::One(value) => text(Some(value.into_owned())),
-                    QueryValue::Repeated => vec![Reached::Broken],
+                    QueryValue::Repeated | QueryValue::Variant(_) | QueryValue::DoubleEncoded => {
+                        vec![Reached::Broken]
+                    }
                 }
             }
             [Segment::Key(name)] => {
@@ -92,23 +102,28 @@ pub(super) fn reach<'a>(env: &Env<'a>, path: &Path) -> Result<Vec<Reached<'a>>, 
     }
 }
 
-/// Follows `segments` from `value`.
+/// Follows `segments` from `value`; with `variants`, a missing member whose name has a case
+/// variant in its object is [`Reached::CaseVariant`].
 fn follow<'a>(
     value: &'a Value,
     segments: &[Segment],
     max_array_scan: usize,
+    variants: bool,
 ) -> Result<Vec<Reached<'a>>, Abort> {
     let Some((first, rest)) = segments.split_first() else {
         return Ok(vec![Reached::Value(Found::Json(value))]);
     };
     match (first, value) {
         (Segment::Key(key), Value::Object(members)) => match members.get(key) {
-            Some(member) => follow(member, rest, max_array_scan),
+            Some(member) => follow(member, rest, max_array_scan, variants),
+            None if variants && members.keys().any(|name| case_variants(name, key)) => {
+                Ok(vec![Reached::CaseVariant])
+            }
             None => Ok(vec![Reached::Absent]),
         },
         (Segment::Index(index), Value::Array(items)) => {
             match usize::try_from(*index).ok().and_then(|i| items.get(i)) {
-                Some(item) => follow(item, rest, max_array_scan),
+                Some(item) => follow(item, rest, max_array_scan, variants),
                 None => Ok(vec![Reached::Absent]),
             }
         }
@@ -118,12 +133,18 @@ fn follow<'a>(
             }
             let mut all = Vec::new();
             for item in items {
-                all.extend(follow(item, rest, max_array_scan)?);
+                all.extend(follow(item, rest, max_array_scan, variants)?);
             }
             Ok(all)
         }
         _ => Ok(vec![Reached::Broken]),
     }
+}
+
+/// Two different names with the same simple case folding, character by character.
+fn case_variants(name: &str, key: &str) -> bool {
+    let fold = crate::fold::fold_char;
+    name != key && name.chars().map(fold).eq(key.chars().map(fold))
 }
 
 /// The single value a `[*]`-free path names, or why there is none.

@@ -10,6 +10,10 @@
 //! Transactions carry an *epoch*: each `begin_transaction` gets a fresh number and a grant records
 //! the epoch it was issued in, so ending a transaction ends all its grants in O(1), and beginning
 //! a transaction of the same name again does not revive them.
+//!
+//! A capability that a reload removes is *withdrawn* (`Registry::withdraw_capability`): the
+//! grants issued for it so far, and its implicit grant in every transaction begun so far, are
+//! dead for good, so adding the capability back later revives none of them (§5.2).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -18,6 +22,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::error::StateError;
 use super::store::{Authority, CommitRefusal, GrantUse};
+use crate::revision::Revision;
 
 /// A grant to issue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +37,8 @@ pub struct NewGrant {
     pub transaction: Option<String>,
     /// When it was issued; a wall-clock grant expires at `issued_at + duration`.
     pub issued_at: DateTime<Utc>,
-    /// Hash of the compiled manifest the grant was issued under.
-    pub revision: u64,
+    /// The revision (manifest hash) of the skill the grant was issued under.
+    pub revision: Revision,
     /// How long the grant lasts.
     pub lifetime: GrantLifetime,
 }
@@ -59,7 +64,7 @@ pub enum GrantLifetime {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LifetimeBound {
     /// The revision in force: a grant issued under it is held to its own lifetime only.
-    pub revision: u64,
+    pub revision: Revision,
     /// `lifetime call N` in force: at most `N` uses, counted since the grant was issued.
     pub uses: Option<u64>,
     /// `lifetime wallClock D` in force: good only while `now < from + D`, where `from` is the
@@ -69,7 +74,7 @@ pub struct LifetimeBound {
 
 impl LifetimeBound {
     /// The bound of a capability whose grants last `lifetime`, at `revision`.
-    pub fn new(revision: u64, lifetime: GrantLifetime) -> LifetimeBound {
+    pub fn new(revision: Revision, lifetime: GrantLifetime) -> LifetimeBound {
         match lifetime {
             GrantLifetime::Calls(uses) => LifetimeBound {
                 revision,
@@ -90,14 +95,14 @@ impl LifetimeBound {
 pub enum GrantStatus {
     /// The grant is good; it was issued under manifest `revision`.
     Valid {
-        /// Hash of the compiled manifest the grant was issued under.
-        revision: u64,
+        /// The revision (manifest hash) of the skill the grant was issued under.
+        revision: Revision,
     },
     /// A renewable wall-clock grant has expired; the engine may renew it on use (by committing
     /// with [`GrantUse::renew`]) if the capability still exists and is not revoked.
     ExpiredRenewable {
-        /// Hash of the compiled manifest the grant was issued under.
-        revision: u64,
+        /// The revision (manifest hash) of the skill the grant was issued under.
+        revision: Revision,
     },
     /// The grant may not be used.
     Refused(GrantRefusal),
@@ -112,6 +117,9 @@ pub enum GrantRefusal {
     OtherCapability,
     /// The grant, its skill or its capability is revoked.
     Revoked,
+    /// A reload removed the grant's capability after the grant was issued: the grant is dead for
+    /// good, even once the capability is back (§5.2).
+    CapabilityRemoved,
     /// The grant is bound to a transaction the request does not name.
     TransactionMismatch,
     /// The grant's transaction has ended.
@@ -151,6 +159,7 @@ impl GrantRefusal {
             GrantRefusal::UnknownToken
             | GrantRefusal::OtherCapability
             | GrantRefusal::Revoked
+            | GrantRefusal::CapabilityRemoved
             | GrantRefusal::TransactionMismatch => RefusalReason::Grant,
             GrantRefusal::TransactionEnded
             | GrantRefusal::UsesExhausted
@@ -165,7 +174,7 @@ struct Grant {
     skill: Box<str>,
     capability: Box<str>,
     transaction: Option<TransactionBinding>,
-    revision: u64,
+    revision: Revision,
     uses: GrantUses,
     /// Uses so far, whatever its lifetime: what a narrower `call N` after a reload counts.
     used: u64,
@@ -174,6 +183,8 @@ struct Grant {
     valid_from: DateTime<Utc>,
     /// Revoked by token, or by its skill or capability while it existed; never un-revoked.
     revoked: bool,
+    /// Its capability was removed by a reload after it was issued; never undone.
+    withdrawn: bool,
 }
 
 /// The transaction (and which opening of it) a grant is bound to.
@@ -218,6 +229,9 @@ pub(crate) struct Registry {
     revoked_skills: HashSet<Box<str>>,
     revoked_capabilities: HashMap<Box<str>, HashSet<Box<str>>>,
     approved_skills: HashSet<Box<str>>,
+    /// Per skill and withdrawn capability, the first transaction epoch it may be used in again:
+    /// the transactions begun before its last withdrawal lost their implicit grant for it.
+    withdrawn_capabilities: HashMap<Box<str>, HashMap<Box<str>, u64>>,
 }
 
 impl Registry {
@@ -294,6 +308,7 @@ impl Registry {
                 used: 0,
                 valid_from: grant.issued_at,
                 revoked: false,
+                withdrawn: false,
             },
         );
         Ok(())
@@ -316,6 +331,9 @@ impl Registry {
         }
         if grant.revoked || self.is_revoked(skill, capability) {
             return GrantStatus::Refused(GrantRefusal::Revoked);
+        }
+        if grant.withdrawn {
+            return GrantStatus::Refused(GrantRefusal::CapabilityRemoved);
         }
         if let Some(binding) = &grant.transaction {
             if transaction != Some(&*binding.name) {
@@ -401,6 +419,45 @@ impl Registry {
         }
     }
 
+    /// Withdraws a capability that a reload removed: every grant issued for it so far, and its
+    /// implicit grant in every transaction begun so far, is dead for good (§5.2). Grants issued
+    /// and transactions begun later are not affected, so a capability added back works afresh.
+    pub(crate) fn withdraw_capability(&mut self, skill: &str, capability: &str) {
+        for grant in self.grants.values_mut() {
+            if &*grant.skill == skill && &*grant.capability == capability {
+                grant.withdrawn = true;
+            }
+        }
+        // Every transaction begun so far has an epoch below `next_epoch`; later ones do not.
+        let first_epoch = self.next_epoch;
+        match self.withdrawn_capabilities.get_mut(skill) {
+            Some(capabilities) => {
+                capabilities.insert(Box::from(capability), first_epoch);
+            }
+            None => {
+                let capabilities = HashMap::from([(Box::from(capability), first_epoch)]);
+                self.withdrawn_capabilities
+                    .insert(Box::from(skill), capabilities);
+            }
+        }
+    }
+
+    /// Whether `transaction` (open) was begun before `capability` of `skill` was last withdrawn,
+    /// so that its implicit grant for it is dead.
+    fn withdrawn_in(&self, skill: &str, capability: &str, transaction: &str) -> bool {
+        if self.withdrawn_capabilities.is_empty() {
+            return false;
+        }
+        let first_epoch = self
+            .withdrawn_capabilities
+            .get(skill)
+            .and_then(|capabilities| capabilities.get(capability));
+        match (first_epoch, self.open_transactions.get(transaction)) {
+            (Some(first_epoch), Some(epoch)) => epoch < first_epoch,
+            _ => false,
+        }
+    }
+
     pub(crate) fn lift_skill(&mut self, skill: &str) -> bool {
         self.revoked_skills.remove(skill)
     }
@@ -471,6 +528,9 @@ impl Registry {
                 }
                 if !self.is_transaction_open(transaction) {
                     return Err(CommitRefusal::TransactionNotOpen);
+                }
+                if self.withdrawn_in(skill, capability, transaction) {
+                    return Err(CommitRefusal::CapabilityRemoved);
                 }
                 Ok(AuthorityUse::Nothing)
             }
@@ -545,6 +605,15 @@ fn instant_after(at: DateTime<Utc>, duration: Duration) -> Option<DateTime<Utc>>
 mod tests {
     use super::*;
 
+    const REVISION: Revision = Revision::from_bytes([7; 32]);
+
+    /// `docs/runtime.md` (Memory) counts a grant's map entry from this size.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_grant_record_is_the_size_the_memory_estimate_counts() {
+        assert_eq!(std::mem::size_of::<Grant>(), 144);
+    }
+
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
     }
@@ -556,7 +625,7 @@ mod tests {
             capability: "c".to_owned(),
             transaction: None,
             issued_at: at(0),
-            revision: 7,
+            revision: REVISION,
             lifetime: GrantLifetime::Calls(uses),
         }
     }
@@ -614,7 +683,7 @@ mod tests {
         registry.issue_grant(calls("g", 2)).unwrap();
         assert_eq!(
             status(&registry, "g", 0),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         use_grant(&mut registry, "g", 0).unwrap();
         use_grant(&mut registry, "g", 0).unwrap();
@@ -632,7 +701,7 @@ mod tests {
         registry.issue_grant(wall_clock("g", 10, false)).unwrap();
         assert_eq!(
             status(&registry, "g", 9),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         assert_eq!(status(&registry, "g", 10), REFUSED_EXPIRED);
     }
@@ -646,7 +715,7 @@ mod tests {
         }
         assert_eq!(
             status(&registry, "g", 1),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
     }
 
@@ -654,7 +723,7 @@ mod tests {
     fn expired_renewable_grant_is_renewed_from_now_on_use() {
         let mut registry = Registry::default();
         registry.issue_grant(wall_clock("g", 10, true)).unwrap();
-        let expired = GrantStatus::ExpiredRenewable { revision: 7 };
+        let expired = GrantStatus::ExpiredRenewable { revision: REVISION };
         assert_eq!(status(&registry, "g", 10), expired);
         assert_eq!(
             use_grant(&mut registry, "g", 10),
@@ -670,7 +739,7 @@ mod tests {
         registry.spend(spent);
         assert_eq!(
             status(&registry, "g", 24),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
         assert_eq!(status(&registry, "g", 25), expired);
     }
@@ -703,7 +772,7 @@ mod tests {
         });
         let spent = registry.check_authority("s", "c", &renew, at(5)).unwrap();
         registry.spend(spent);
-        let expired = GrantStatus::ExpiredRenewable { revision: 7 };
+        let expired = GrantStatus::ExpiredRenewable { revision: REVISION };
         assert_eq!(status(&registry, "g", 10), expired);
     }
 
@@ -771,7 +840,7 @@ mod tests {
             ..calls("g", 5)
         };
         registry.issue_grant(grant).unwrap();
-        let valid = GrantStatus::Valid { revision: 7 };
+        let valid = GrantStatus::Valid { revision: REVISION };
         let mismatch = GrantStatus::Refused(GrantRefusal::TransactionMismatch);
         let ended = GrantStatus::Refused(GrantRefusal::TransactionEnded);
         assert_eq!(
@@ -828,7 +897,7 @@ mod tests {
     fn grant_without_a_transaction_ignores_the_request_transaction() {
         let mut registry = Registry::default();
         registry.issue_grant(calls("g", 1)).unwrap();
-        let valid = GrantStatus::Valid { revision: 7 };
+        let valid = GrantStatus::Valid { revision: REVISION };
         assert_eq!(
             registry.grant_status("g", "s", "c", Some("t"), None, at(0)),
             valid
@@ -852,7 +921,7 @@ mod tests {
         registry.issue_grant(calls("h", 1)).unwrap();
         assert_eq!(
             status(&registry, "h", 0),
-            GrantStatus::Valid { revision: 7 }
+            GrantStatus::Valid { revision: REVISION }
         );
     }
 
@@ -872,6 +941,59 @@ mod tests {
         assert!(registry.lift_capability("s", "c"));
         assert!(!registry.lift_capability("s", "c"));
         assert!(!registry.is_revoked("s", "c"));
+    }
+
+    #[test]
+    fn withdrawing_a_capability_voids_its_grants_and_transactions_so_far_for_good() {
+        let mut registry = Registry::default();
+        registry.issue_grant(calls("g", 5)).unwrap();
+        let other = NewGrant {
+            capability: "d".into(),
+            ..calls("h", 5)
+        };
+        registry.issue_grant(other).unwrap();
+        registry.begin_transaction("before").unwrap();
+        registry.withdraw_capability("s", "c");
+        registry.begin_transaction("after").unwrap();
+        let removed = GrantStatus::Refused(GrantRefusal::CapabilityRemoved);
+        assert_eq!(status(&registry, "g", 0), removed);
+        assert_eq!(
+            GrantRefusal::CapabilityRemoved.reason().constraint(),
+            "grant"
+        );
+        // Another capability's grant, a later grant and a later transaction are untouched.
+        assert_eq!(
+            registry.grant_status("h", "s", "d", None, None, at(0)),
+            GrantStatus::Valid { revision: REVISION }
+        );
+        registry.issue_grant(calls("k", 1)).unwrap();
+        assert_eq!(
+            status(&registry, "k", 0),
+            GrantStatus::Valid { revision: REVISION }
+        );
+        let in_tx = |tx| Authority::Transaction(tx);
+        assert_eq!(
+            registry.check_authority("s", "c", &in_tx("before"), at(0)),
+            Err(CommitRefusal::CapabilityRemoved)
+        );
+        assert!(
+            registry
+                .check_authority("s", "d", &in_tx("before"), at(0))
+                .is_ok()
+        );
+        assert!(
+            registry
+                .check_authority("s", "c", &in_tx("after"), at(0))
+                .is_ok()
+        );
+        // Ending and beginning `before` again gives a transaction of its own.
+        registry.end_transaction("before").unwrap();
+        registry.begin_transaction("before").unwrap();
+        assert!(
+            registry
+                .check_authority("s", "c", &in_tx("before"), at(0))
+                .is_ok()
+        );
     }
 
     #[test]

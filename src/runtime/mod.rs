@@ -12,7 +12,7 @@
 //! - [`NewGrant`], [`GrantLifetime`], [`GrantStatus`] and [`GrantRefusal`] describe grants;
 //!   [`RateSpec`] describes a `rateLimit`; [`RefusalReason`] maps refusals to deny reasons.
 //!
-//! This layer depends on nothing but std and chrono: the engine builds rate keys, looks up
+//! This layer depends on nothing but std, chrono and the crate's fixed bounds (`crate::limits`): the engine builds rate keys, looks up
 //! capabilities and maps refusals to reasons. Semantics and memory costs: `docs/runtime.md`.
 
 pub mod clock;
@@ -28,8 +28,8 @@ pub use error::StateError;
 pub use grants::{
     GrantLifetime, GrantRefusal, GrantStatus, LifetimeBound, NewGrant, RefusalReason,
 };
-pub use rate::{MAX_WINDOW_COUNT, RateSpec};
+pub use rate::{MAX_WINDOW_COUNT, RateSpec, window_counts_at};
 pub use store::{
-    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, Revocation, SHARD_COUNT,
-    StateStore,
+    Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, RateKey, Revocation,
+    SHARD_COUNT, StateStore,
 };

@@ -24,9 +24,9 @@ use chrono::{DateTime, Utc};
 use super::instants::Instants;
 
 /// The largest `N` a plain sliding window enforces; larger windows must use `burst` (§5.3).
-///
 /// A window stores one instant per allowed call still inside it, so this bounds its memory.
-pub const MAX_WINDOW_COUNT: u64 = 10_000;
+/// Defined in [`crate::limits`], which refuses a `Limits::max_sliding_window` above it.
+pub use crate::limits::MAX_SLIDING_WINDOW as MAX_WINDOW_COUNT;
 
 /// One `rateLimit` of a capability, as the runtime enforces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +47,14 @@ pub enum RateSpec {
         /// At most this many calls at once.
         burst: u64,
     },
+}
+
+/// True when a sliding window (`rateLimit N per T` without `burst`) can count a call at `at`:
+/// it stores instants as 64-bit nanoseconds since the Unix epoch, from 1677-09-21T00:12:43Z to
+/// 2262-04-11T23:47:16Z. Outside that range every call is refused (the window could not count
+/// it), and the engine says why instead of "rate limit reached".
+pub fn window_counts_at(at: DateTime<Utc>) -> bool {
+    i64::try_from(epoch_nanos(at)).is_ok()
 }
 
 /// Nanoseconds since the Unix epoch; exact for every instant chrono represents.
@@ -609,6 +617,20 @@ pub(crate) mod tests {
         assert!(state.admit(&bucket, BASE));
         assert!(matches!(state, RateState::Bucket(_)));
         assert!(!state.admit(&bucket, BASE));
+    }
+
+    #[test]
+    fn a_window_counts_within_64_bit_nanoseconds_only() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert!(window_counts_at(at("2026-12-01T15:00:00Z")));
+        assert!(window_counts_at(at("2262-04-11T23:47:16Z")));
+        assert!(!window_counts_at(at("2262-04-11T23:47:17Z")));
+        assert!(window_counts_at(at("1677-09-21T00:12:44Z")));
+        assert!(!window_counts_at(at("1677-09-21T00:12:43Z")));
+        assert!(!window_counts_at(at("9999-12-31T00:00:00Z")));
+        let limit = window(5, 60_000_000_000);
+        let mut state = RateState::new(&limit);
+        assert!(!state.admit(&limit, epoch_nanos(at("9999-12-31T00:00:00Z"))));
     }
 
     #[test]

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use papaya::{Equivalent, HashMap, LocalGuard};
 
 use super::rate::{Limit, RateState};
-use super::store::RateCharge;
+use super::store::{RateCharge, RateKey};
 
 /// How many keys each new key's incremental sweep looks at. Each step moves the cursor on or
 /// forgets the key under it, whose place the list's last key takes, so a pass over a shard of
@@ -94,7 +94,7 @@ pub(super) struct KeyCell {
     state: Mutex<Option<RateState>>,
     /// The table's hash of `key` ([`RateTable::hash`]).
     hash: u64,
-    key: Box<[u8]>,
+    key: RateKey,
     /// Set by the commit that inserted the cell until it has locked it; a sweep leaves a fresh
     /// cell alone, though its state (absent at the floor) is idle.
     fresh: AtomicBool,
@@ -124,7 +124,7 @@ impl Eq for Cell {}
 #[derive(Clone, Copy)]
 struct Probe<'k> {
     hash: u64,
-    key: &'k [u8],
+    key: &'k RateKey,
 }
 
 impl Hash for Probe<'_> {
@@ -135,7 +135,7 @@ impl Hash for Probe<'_> {
 
 impl Equivalent<Cell> for Probe<'_> {
     fn equivalent(&self, cell: &Cell) -> bool {
-        self.hash == cell.0.hash && *self.key == *cell.0.key
+        self.hash == cell.0.hash && *self.key == cell.0.key
     }
 }
 
@@ -214,7 +214,7 @@ impl RateTable {
 
     /// The key's hash: its place in the map, and (bits 32..38) its shard. A per-table randomly
     /// keyed SipHash, so callers cannot aim many keys at one shard or bucket.
-    pub(super) fn hash(&self, key: &[u8]) -> u64 {
+    pub(super) fn hash(&self, key: &RateKey) -> u64 {
         self.hasher.hash_one(key)
     }
 
@@ -248,7 +248,7 @@ impl RateTable {
     }
 
     /// Whether a call on `key` (whose hash is `hash`) at `now` would be allowed; records nothing.
-    pub(super) fn admits(&self, hash: u64, key: &[u8], limit: &Limit, now: i128) -> bool {
+    pub(super) fn admits(&self, hash: u64, key: &RateKey, limit: &Limit, now: i128) -> bool {
         let guard = self.guard();
         let probe = Probe { hash, key };
         if let Some(cell) = self.find(probe, &guard) {
@@ -279,7 +279,7 @@ impl RateTable {
     pub(super) fn lock<'g>(
         &self,
         guard: &'g LocalGuard<'_>,
-        rates: &[RateCharge<'_>],
+        rates: &[RateCharge],
         hashes: &[u64],
         cells: &mut [Option<&'g KeyCell>],
         slots: &mut [Option<Slot<'g>>],
@@ -294,7 +294,7 @@ impl RateTable {
             for (((rate, &hash), cell), inserted) in charges {
                 let probe = Probe {
                     hash,
-                    key: rate.key,
+                    key: &rate.key,
                 };
                 // A fresh cell this commit inserted in an earlier round is found again. A key
                 // whose limit cannot be enforced is not inserted (its charge is refused).
@@ -369,7 +369,7 @@ impl RateTable {
         }
         let cell = Arc::new(KeyCell {
             hash: probe.hash,
-            key: Box::from(probe.key),
+            key: *probe.key,
             state: Mutex::new(Some(RateState::absent(limit, shard.floor))),
             fresh: AtomicBool::new(true),
         });
@@ -489,7 +489,7 @@ impl RateTable {
     /// Takes out again a key that a refused commit inserted, unless a call was recorded on it
     /// since: while its state is still absent at its shard's floor, the table answers the same
     /// without it. It leaves the shard's list at the next sweep that reaches it.
-    pub(super) fn forget_unused(&self, hash: u64, key: &[u8], limit: &Limit) {
+    pub(super) fn forget_unused(&self, hash: u64, key: &RateKey, limit: &Limit) {
         let guard = self.guard();
         let Some(shard) = self.shard(self.shard_of(hash)) else {
             return;

@@ -110,6 +110,18 @@ pub trait StateStore: Send + Sync + fmt::Debug {
     /// None for the in-memory store; a remote backend reports that it could not record it.
     fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, StateError>;
 
+    /// Records that a reload removed `capability` of `skill` from the policy: every grant issued
+    /// for it so far is refused from now on ([`GrantRefusal::CapabilityRemoved`]), and so is
+    /// its implicit grant in every transaction begun so far ([`CommitRefusal::CapabilityRemoved`]),
+    /// for good — adding the capability back revives none of them (SPEC §5.2). Grants issued
+    /// and transactions begun later are not affected. The engine calls it at each reload, for
+    /// each capability the reload removes.
+    ///
+    /// # Errors
+    /// None for the in-memory store; a remote backend reports that it could not record it (the
+    /// engine then refuses every call to that capability until it is recorded).
+    fn withdraw_capability(&self, skill: &str, capability: &str) -> Result<(), StateError>;
+
     /// Whether the skill, or that capability of it, is revoked.
     fn is_revoked(&self, skill: &str, capability: &str) -> bool;
 
@@ -135,7 +147,7 @@ pub trait StateStore: Send + Sync + fmt::Debug {
 
     /// Whether a call at `now` would get a slot under `spec` for `key`; read-only, so a later
     /// [`StateStore::commit`] may still refuse if other calls took the slot meanwhile.
-    fn rate_would_allow(&self, key: &[u8], spec: &RateSpec, now: DateTime<Utc>) -> bool;
+    fn rate_would_allow(&self, key: &RateKey, spec: &RateSpec, now: DateTime<Utc>) -> bool;
 
     /// Atomically checks and consumes everything `commit` names, or nothing.
     ///
@@ -155,7 +167,7 @@ pub struct Commit<'a> {
     /// What entitles the call, per the capability's lifetime.
     pub authority: Authority<'a>,
     /// One slot of each of these; keys must be distinct.
-    pub rates: &'a [RateCharge<'a>],
+    pub rates: &'a [RateCharge],
 }
 
 /// What entitles a call, by the deciding capability's lifetime (§5.2).
@@ -185,12 +197,43 @@ pub struct GrantUse<'a> {
     pub bound: Option<LifetimeBound>,
 }
 
+/// Which calls count against the same rate limit: 128 bits of a cryptographic hash the engine
+/// computes over the skill, the capability, the `rateLimit` index and the canonical `by` values
+/// (`engine::rate_key`). A fixed size whatever the values, so a caller choosing megabyte `by`
+/// values costs the store 16 bytes per key, not megabytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RateKey([u8; RateKey::LEN]);
+
+impl RateKey {
+    /// The size of a key, in bytes.
+    pub const LEN: usize = 16;
+
+    /// The key with these bytes.
+    pub const fn from_bytes(bytes: [u8; RateKey::LEN]) -> RateKey {
+        RateKey(bytes)
+    }
+
+    /// The key's bytes.
+    pub const fn as_bytes(&self) -> &[u8; RateKey::LEN] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for RateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RateKey(")?;
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// One rate-limit slot to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateCharge<'a> {
-    /// The engine's key: skill, capability, rateLimit index and the `by` values, encoded
-    /// unambiguously.
-    pub key: &'a [u8],
+pub struct RateCharge {
+    /// The engine's key for skill, capability, rateLimit index and `by` values.
+    pub key: RateKey,
     /// The limit for that key.
     pub spec: RateSpec,
 }
@@ -204,6 +247,9 @@ pub enum CommitRefusal {
     TransactionNotOpen,
     /// The grant may not be used.
     Grant(GrantRefusal),
+    /// A `transaction`-lifetime call in a transaction begun before a reload removed the
+    /// capability: its implicit grant there is dead for good (`grant`).
+    CapabilityRemoved,
     /// `rates[charge]` is full (`rateLimit`); also when its spec cannot be enforced or the
     /// instant is outside the range a window stores.
     RateLimited {
@@ -221,7 +267,7 @@ impl CommitRefusal {
     /// The deny reason this refusal maps to.
     pub fn reason(self) -> RefusalReason {
         match self {
-            CommitRefusal::Revoked => RefusalReason::Grant,
+            CommitRefusal::Revoked | CommitRefusal::CapabilityRemoved => RefusalReason::Grant,
             CommitRefusal::TransactionNotOpen => RefusalReason::Lifetime,
             CommitRefusal::Grant(refusal) => refusal.reason(),
             CommitRefusal::RateLimited { .. } | CommitRefusal::DuplicateRateKey { .. } => {
@@ -236,8 +282,8 @@ impl CommitRefusal {
 pub const SHARD_COUNT: usize = 64;
 
 /// How many charges of one commit are kept without allocating: as many rate limits as a
-/// capability may have (`compile::MAX_RATE_LIMITS`).
-const INLINE_CHARGES: usize = 16;
+/// capability may have.
+const INLINE_CHARGES: usize = crate::limits::MAX_RATE_LIMITS;
 
 /// What revokes a capability ([`StateStore::revocation`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,12 +356,14 @@ impl InMemoryStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Checks that every charge would get a slot, without consuming any.
+    /// Checks that every charge would get a slot, without consuming any. A slot missing for a
+    /// charge refuses it: a shorter `slots` must not check fewer limits.
     fn check_rates(
         slots: &[Option<Slot<'_>>],
-        rates: &[RateCharge<'_>],
+        rates: &[RateCharge],
         now: i128,
     ) -> Result<(), CommitRefusal> {
+        unpaired(slots, rates)?;
         for (charge, (rate, slot)) in rates.iter().zip(slots).enumerate() {
             let refused = CommitRefusal::RateLimited { charge };
             let limit = rate.spec.limit().ok_or(refused)?;
@@ -335,9 +383,10 @@ impl InMemoryStore {
     /// refuse more (fail closed).
     fn consume_rates(
         slots: &mut [Option<Slot<'_>>],
-        rates: &[RateCharge<'_>],
+        rates: &[RateCharge],
         now: i128,
     ) -> Result<(), CommitRefusal> {
+        unpaired(slots, rates)?;
         let mut refused = None;
         for (charge, (rate, slot)) in rates.iter().zip(slots).enumerate() {
             let admitted = match (rate.spec.limit(), slot.as_deref_mut()) {
@@ -371,7 +420,20 @@ impl fmt::Debug for InMemoryStore {
     }
 }
 
-fn first_duplicate_key(rates: &[RateCharge<'_>]) -> Option<usize> {
+/// Refuses charges and per-charge space of unequal lengths (a broken invariant of the callers):
+/// zipped, they would check and consume only the shorter's worth of limits. The first charge
+/// without its pair is the one refused (fail closed).
+fn unpaired<T>(space: &[T], rates: &[RateCharge]) -> Result<(), CommitRefusal> {
+    if space.len() == rates.len() {
+        Ok(())
+    } else {
+        Err(CommitRefusal::RateLimited {
+            charge: space.len().min(rates.len()),
+        })
+    }
+}
+
+fn first_duplicate_key(rates: &[RateCharge]) -> Option<usize> {
     rates.iter().enumerate().find_map(|(charge, rate)| {
         rates
             .iter()
@@ -439,6 +501,11 @@ impl StateStore for InMemoryStore {
         Ok(self.write_registry().lift_capability(skill, capability))
     }
 
+    fn withdraw_capability(&self, skill: &str, capability: &str) -> Result<(), StateError> {
+        self.write_registry().withdraw_capability(skill, capability);
+        Ok(())
+    }
+
     fn is_revoked(&self, skill: &str, capability: &str) -> bool {
         self.ever_revoked.load(Ordering::Acquire)
             && self.read_registry().is_revoked(skill, capability)
@@ -461,7 +528,7 @@ impl StateStore for InMemoryStore {
         self.read_registry().is_approved(skill)
     }
 
-    fn rate_would_allow(&self, key: &[u8], spec: &RateSpec, now: DateTime<Utc>) -> bool {
+    fn rate_would_allow(&self, key: &RateKey, spec: &RateSpec, now: DateTime<Utc>) -> bool {
         let Some(limit) = spec.limit() else {
             return false;
         };
@@ -560,8 +627,13 @@ impl InMemoryStore {
             slots,
             inserted,
         } = scratch;
+        // Every per-charge slice pairs with the charges one to one, or nothing is charged.
+        unpaired(hashes, commit.rates)?;
+        unpaired(cells, commit.rates)?;
+        unpaired(slots, commit.rates)?;
+        unpaired(inserted, commit.rates)?;
         for (hash, rate) in hashes.iter_mut().zip(commit.rates) {
-            *hash = self.rates.hash(rate.key);
+            *hash = self.rates.hash(&rate.key);
         }
         self.rates
             .lock(guard, commit.rates, hashes, cells, slots, inserted);
@@ -572,7 +644,7 @@ impl InMemoryStore {
         for ((rate, hash), _) in new_keys.filter(|(_, new)| **new) {
             match (&result, rate.spec.limit()) {
                 // A refused commit leaves no key behind that it inserted.
-                (Err(_), Some(limit)) => self.rates.forget_unused(*hash, rate.key, &limit),
+                (Err(_), Some(limit)) => self.rates.forget_unused(*hash, &rate.key, &limit),
                 _ => self.rates.sweep_step(*hash, nanos),
             }
         }
@@ -625,7 +697,16 @@ impl InMemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::revision::Revision;
     use crate::runtime::grants::GrantLifetime;
+
+    /// A key named by up to 15 bytes (distinct names, distinct keys).
+    fn rk(name: &[u8]) -> RateKey {
+        let mut bytes = [0; RateKey::LEN];
+        bytes[0] = u8::try_from(name.len()).unwrap();
+        bytes[1..=name.len()].copy_from_slice(name);
+        RateKey::from_bytes(bytes)
+    }
 
     fn at(nanos: i64) -> DateTime<Utc> {
         DateTime::from_timestamp_nanos(1_800_000_000_000_000_000 + nanos)
@@ -636,7 +717,7 @@ mod tests {
         per: Duration::from_nanos(10),
     };
 
-    fn process_commit<'a>(rates: &'a [RateCharge<'a>]) -> Commit<'a> {
+    fn process_commit<'a>(rates: &'a [RateCharge]) -> Commit<'a> {
         Commit {
             skill: "s",
             capability: "c",
@@ -652,7 +733,7 @@ mod tests {
     };
 
     /// `rates` charged on the grant `token`.
-    fn grant_commit<'a>(token: &'a str, rates: &'a [RateCharge<'a>]) -> Commit<'a> {
+    fn grant_commit<'a>(token: &'a str, rates: &'a [RateCharge]) -> Commit<'a> {
         Commit {
             authority: Authority::Grant(GrantUse {
                 token,
@@ -668,13 +749,13 @@ mod tests {
     fn commit_consumes_one_slot_per_charge() {
         let store = InMemoryStore::new();
         let rates = [RateCharge {
-            key: b"k",
+            key: rk(b"k"),
             spec: WINDOW,
         }];
-        assert!(store.rate_would_allow(b"k", &WINDOW, at(0)));
+        assert!(store.rate_would_allow(&rk(b"k"), &WINDOW, at(0)));
         store.commit(&process_commit(&rates), at(0)).unwrap();
         store.commit(&process_commit(&rates), at(0)).unwrap();
-        assert!(!store.rate_would_allow(b"k", &WINDOW, at(0)));
+        assert!(!store.rate_would_allow(&rk(b"k"), &WINDOW, at(0)));
         assert_eq!(
             store.commit(&process_commit(&rates), at(0)),
             Err(CommitRefusal::RateLimited { charge: 0 })
@@ -689,17 +770,17 @@ mod tests {
             per: Duration::from_nanos(10),
         };
         let fill = [RateCharge {
-            key: b"b",
+            key: rk(b"b"),
             spec: tight,
         }];
         store.commit(&process_commit(&fill), at(0)).unwrap();
         let both = [
             RateCharge {
-                key: b"a",
+                key: rk(b"a"),
                 spec: WINDOW,
             },
             RateCharge {
-                key: b"b",
+                key: rk(b"b"),
                 spec: tight,
             },
         ];
@@ -714,7 +795,7 @@ mod tests {
     fn refused_grant_consumes_no_rate_slot() {
         let store = InMemoryStore::new();
         let rates = [RateCharge {
-            key: b"k",
+            key: rk(b"k"),
             spec: WINDOW,
         }];
         assert_eq!(
@@ -730,7 +811,7 @@ mod tests {
         // refusal still comes first, as `StateStore::commit` documents.
         let store = InMemoryStore::new();
         let rates = [RateCharge {
-            key: b"k",
+            key: rk(b"k"),
             spec: FULL,
         }];
         assert_eq!(
@@ -749,19 +830,21 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
         let rates = [RateCharge {
-            key: b"k",
+            key: rk(b"k"),
             spec: FULL,
         }];
         assert_eq!(
             store.commit(&grant_commit("g", &rates), at(0)),
             Err(CommitRefusal::RateLimited { charge: 0 })
         );
-        let valid = GrantStatus::Valid { revision: 1 };
+        let valid = GrantStatus::Valid {
+            revision: Revision::from_bytes([1; 32]),
+        };
         assert_eq!(store.grant_status("g", "s", "c", None, None, at(0)), valid);
     }
 
@@ -769,7 +852,7 @@ mod tests {
     fn duplicate_rate_keys_are_refused_whole() {
         let store = InMemoryStore::new();
         let charge = RateCharge {
-            key: b"k",
+            key: rk(b"k"),
             spec: WINDOW,
         };
         assert_eq!(
@@ -795,14 +878,66 @@ mod tests {
     fn keys_in_many_shards_commit_together() {
         let store = InMemoryStore::new();
         let keys: Vec<Vec<u8>> = (0..200_u32).map(|i| i.to_le_bytes().to_vec()).collect();
-        let rates: Vec<RateCharge<'_>> = keys
+        let rates: Vec<RateCharge> = keys
             .iter()
-            .map(|key| RateCharge { key, spec: WINDOW })
+            .map(|key| RateCharge {
+                key: rk(key),
+                spec: WINDOW,
+            })
             .collect();
         store.commit(&process_commit(&rates), at(0)).unwrap();
         store.commit(&process_commit(&rates), at(0)).unwrap();
         assert!(store.commit(&process_commit(&rates), at(0)).is_err());
         assert_eq!(store.rate_key_count(), 200);
+    }
+
+    /// Issue 40, item 10: the charges of a commit were zipped with their per-charge space, so
+    /// space one charge short would have checked and consumed one limit fewer and allowed the
+    /// call. Unequal lengths now refuse the charge left without its pair.
+    #[test]
+    fn regression_charges_without_their_per_charge_space_are_refused_not_skipped() {
+        let store = InMemoryStore::new();
+        let rates = [
+            RateCharge {
+                key: rk(b"a"),
+                spec: WINDOW,
+            },
+            RateCharge {
+                key: rk(b"b"),
+                spec: FULL,
+            },
+        ];
+        let refused = Err(CommitRefusal::RateLimited { charge: 1 });
+        let guard = store.rates.guard();
+        // The whole commit, with space for one charge of two.
+        let commit = process_commit(&rates);
+        let (mut hashes, mut cells, mut slots, mut inserted) = ([0], [None], [None], [false]);
+        let scratch = Scratch {
+            hashes: &mut hashes,
+            cells: &mut cells,
+            slots: &mut slots,
+            inserted: &mut inserted,
+        };
+        assert_eq!(
+            store.commit_charges(&commit, at(0), &guard, scratch),
+            refused
+        );
+        assert_eq!(store.rate_key_count(), 0);
+        // The checks alone, with the first charge's state locked and admitting.
+        let first = &rates[..1];
+        let hashes = [store.rates.hash(&first[0].key)];
+        let (mut cells, mut slots, mut inserted) = ([None], [None], [false]);
+        store.rates.lock(
+            &guard,
+            first,
+            &hashes,
+            &mut cells,
+            &mut slots,
+            &mut inserted,
+        );
+        assert_eq!(InMemoryStore::check_rates(&slots, first, 0), Ok(()));
+        assert_eq!(InMemoryStore::check_rates(&slots, &rates, 0), refused);
+        assert_eq!(InMemoryStore::consume_rates(&mut slots, &rates, 0), refused);
     }
 
     #[test]
@@ -816,11 +951,11 @@ mod tests {
         for count in 1..=17_u32 {
             let store = InMemoryStore::new();
             let keys: Vec<Vec<u8>> = (0..count).map(|i| i.to_le_bytes().to_vec()).collect();
-            let rates: Vec<RateCharge<'_>> = keys
+            let rates: Vec<RateCharge> = keys
                 .iter()
                 .enumerate()
                 .map(|(i, key)| RateCharge {
-                    key,
+                    key: rk(key),
                     spec: if i + 1 == keys.len() { tight } else { WINDOW },
                 })
                 .collect();
@@ -838,7 +973,7 @@ mod tests {
     #[test]
     fn two_keys_in_one_shard_commit_under_its_one_guard() {
         let store = InMemoryStore::new();
-        let shard = |key: &[u8]| store.rates.shard_of(store.rates.hash(key));
+        let shard = |key: &[u8]| store.rates.shard_of(store.rates.hash(&rk(key)));
         let first = b"k0".to_vec();
         let second = (1..10_000_u32)
             .map(|i| format!("k{i}").into_bytes())
@@ -850,11 +985,11 @@ mod tests {
         };
         let both = [
             RateCharge {
-                key: &first,
+                key: rk(&first),
                 spec: WINDOW,
             },
             RateCharge {
-                key: &second,
+                key: rk(&second),
                 spec: tight,
             },
         ];
@@ -865,7 +1000,7 @@ mod tests {
             Err(CommitRefusal::RateLimited { charge: 1 })
         );
         let first_only = [RateCharge {
-            key: &first,
+            key: rk(&first),
             spec: WINDOW,
         }];
         assert_eq!(store.commit(&process_commit(&first_only), at(0)), Ok(()));
@@ -882,14 +1017,20 @@ mod tests {
             .collect();
         for _ in 0..2 {
             for key in &keys {
-                let rates = [RateCharge { key, spec: WINDOW }];
+                let rates = [RateCharge {
+                    key: rk(key),
+                    spec: WINDOW,
+                }];
                 assert_eq!(store.commit(&process_commit(&rates), at(0)), Ok(()));
             }
         }
         assert_eq!(store.rate_key_count(), keys.len());
         for key in &keys {
-            assert!(!store.rate_would_allow(key, &WINDOW, at(0)));
-            let rates = [RateCharge { key, spec: WINDOW }];
+            assert!(!store.rate_would_allow(&rk(key), &WINDOW, at(0)));
+            let rates = [RateCharge {
+                key: rk(key),
+                spec: WINDOW,
+            }];
             assert_eq!(
                 store.commit(&process_commit(&rates), at(0)),
                 Err(CommitRefusal::RateLimited { charge: 0 })
@@ -907,7 +1048,7 @@ mod tests {
                 capability: "c".into(),
                 transaction: None,
                 issued_at: at(0),
-                revision: 1,
+                revision: Revision::from_bytes([1; 32]),
                 lifetime: GrantLifetime::Calls(1),
             })
             .unwrap();
@@ -939,18 +1080,18 @@ mod tests {
         let (mut tried, mut violations) = (0, 0);
         for attempt in 0..400_u32 {
             let store = InMemoryStore::new();
-            let shard = store.rates.shard_of(store.rates.hash(b"k2"));
+            let shard = store.rates.shard_of(store.rates.hash(&rk(b"k2")));
             let mut n = 0_u32;
             // Fresh keys that land in K2's shard.
             let mut next_key = || loop {
                 n += 1;
                 let key = format!("{attempt}-{n}").into_bytes();
-                if store.rates.shard_of(store.rates.hash(&key)) == shard {
+                if store.rates.shard_of(store.rates.hash(&rk(&key))) == shard {
                     return key;
                 }
             };
             let one = |key: &[u8], spec: RateSpec, t: i64| {
-                store.commit(&process_commit(&[RateCharge { key, spec }]), at(t))
+                store.commit(&process_commit(&[RateCharge { key: rk(key), spec }]), at(t))
             };
             // Enough keys for the shard to sweep, then the key idle at 505, more keys, and K2
             // with a call at 0 (idle from 10). Sweeps walk a shard's keys in about the order
@@ -968,24 +1109,24 @@ mod tests {
             let mut raised = false;
             for _ in 0..64 {
                 one(&next_key(), forever, 505).unwrap();
-                if !store.rate_would_allow(&probe, &bucket, at(500)) {
+                if !store.rate_would_allow(&rk(&probe), &bucket, at(500)) {
                     raised = true;
                     break;
                 }
             }
             // The clock reads 500 now; K2 must still be held (held, it admits at 500).
-            if !raised || !store.rate_would_allow(b"k2", &bucket, at(500)) {
+            if !raised || !store.rate_would_allow(&rk(b"k2"), &bucket, at(500)) {
                 continue;
             }
             tried += 1;
             let k1 = next_key();
             let both = [
                 RateCharge {
-                    key: &k1,
+                    key: rk(&k1),
                     spec: short,
                 },
                 RateCharge {
-                    key: b"k2",
+                    key: rk(b"k2"),
                     spec: bucket,
                 },
             ];

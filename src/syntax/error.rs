@@ -46,7 +46,8 @@ pub(crate) fn did_you_mean<'a>(
         .into_iter()
         .filter(|candidate| *candidate != word)
         .map(|candidate| (edit_distance(word, candidate), candidate))
-        .filter(|(distance, _)| *distance <= 2)
+        // Within two edits, and fewer than the word has characters (`y` is not `any`).
+        .filter(|(distance, _)| *distance <= 2 && *distance < word.chars().count())
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, candidate)| candidate)
 }

@@ -23,16 +23,15 @@ use crate::span::{FileId, Span};
 use crate::value::{Path, Root, Segment};
 
 /// The deepest nesting of `any`/`all`/`not` blocks inside one another.
-pub const MAX_COMBINATOR_DEPTH: usize = 64;
+pub use crate::limits::MAX_CONSTRAINT_NESTING as MAX_COMBINATOR_DEPTH;
 
 /// The default zone of weekly windows.
 const DEFAULT_ZONE: &str = "UTC";
 
-/// Builds the AST from the pairs of a successful parse of [`Rule::file`].
-pub(crate) fn lower_file(
-    file: FileId,
-    pairs: Pairs<'_, Rule>,
-) -> Result<PolicyFile, Vec<SyntaxError>> {
+/// Builds the AST from the pairs of a successful parse of [`Rule::file`], with every error
+/// found. With errors, the AST holds the parts that were well-formed (a malformed field is
+/// absent, a malformed constraint dropped), for the compiler to check as well.
+pub(crate) fn lower_file(file: FileId, pairs: Pairs<'_, Rule>) -> (PolicyFile, Vec<SyntaxError>) {
     let mut lowerer = Lowerer {
         file,
         errors: Vec::new(),
@@ -51,11 +50,7 @@ pub(crate) fn lower_file(
                 .with_help("a policy file holds one or more `skill \"name\" { ... }` blocks"),
         );
     }
-    if lowerer.errors.is_empty() {
-        Ok(PolicyFile { skills })
-    } else {
-        Err(lowerer.errors)
-    }
+    (PolicyFile { skills }, lowerer.errors)
 }
 
 /// The lowering pass's state: the file being lowered and the errors found so far.
@@ -533,13 +528,15 @@ impl Lowerer {
             Rule::all_block => Some(ConstraintKind::All(inner)),
             _ => {
                 if count != 1 {
+                    let help = if count == 0 {
+                        "write the constraint to negate inside the braces: `not { fieldEquals ... }`"
+                    } else {
+                        "wrap several constraints in `any { ... }` or `all { ... }` inside the `not`"
+                    };
                     self.error(
                         span,
                         format!("`not` takes exactly one constraint, found {count}"),
-                        Some(
-                            "wrap several constraints in `any { ... }` or `all { ... }` inside the `not`"
-                                .to_owned(),
-                        ),
+                        Some(help.to_owned()),
                     );
                     return None;
                 }
@@ -1006,9 +1003,13 @@ impl Lowerer {
 
     fn duration(&mut self, pair: &Pair<'_, Rule>) -> Option<Spanned<Duration>> {
         let span = self.span(pair);
-        units::parse_duration(pair.as_str())
+        let text = pair.as_str();
+        units::parse_duration(text)
             .map(|duration| Spanned::new(duration, span))
-            .map_err(|message| self.error(span, message, None))
+            .map_err(|message| {
+                let help = units::suggest_duration(text).map(|d| format!("did you mean `{d}`?"));
+                self.error(span, message, help);
+            })
             .ok()
     }
 

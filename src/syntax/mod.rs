@@ -15,4 +15,4 @@ pub mod units;
 
 pub use error::SyntaxError;
 pub use lower::MAX_COMBINATOR_DEPTH;
-pub use parser::{MAX_NESTING, parse};
+pub use parser::{MAX_NESTING, parse, parse_partial};

@@ -14,6 +14,7 @@ use pest::error::{ErrorVariant, InputLocation};
 use super::ast::PolicyFile;
 use super::error::{SyntaxError, did_you_mean, one_of};
 use super::lower;
+use super::units;
 use crate::span::{FileId, Span};
 
 mod grammar {
@@ -32,7 +33,7 @@ pub(crate) use grammar::Rule;
 ///
 /// Combinators have their own, lower limit ([`lower::MAX_COMBINATOR_DEPTH`]); this one exists so
 /// that the recursive-descent parser and the lowering pass are bounded on any input.
-pub const MAX_NESTING: usize = 128;
+pub use crate::limits::MAX_POLICY_NESTING as MAX_NESTING;
 
 /// Parses one `.cap` file.
 ///
@@ -40,11 +41,100 @@ pub const MAX_NESTING: usize = 128;
 /// grammar, otherwise all the errors found while building the AST (unknown names, bad
 /// durations, duplicate fields, ...). Never panics, whatever the input.
 pub fn parse(file: FileId, text: &str) -> Result<PolicyFile, Vec<SyntaxError>> {
-    check_line_ends(file, text).map_err(|error| vec![error])?;
-    check_nesting(file, text).map_err(|error| vec![error])?;
-    let pairs = grammar::CapParser::parse(Rule::file, text)
-        .map_err(|error| vec![from_pest(file, text, &error)])?;
-    lower::lower_file(file, pairs)
+    match parse_partial(file, text) {
+        (Some(policy), errors) if errors.is_empty() => Ok(policy),
+        (_, errors) => Err(errors),
+    }
+}
+
+/// [`parse`], returning with the errors found while building the AST the parts that were
+/// well-formed (malformed fields absent, malformed constraints dropped), so that the compiler
+/// can check those too and a load lists every error in one pass (SPEC §7). The policy is
+/// `None` when the text does not match the grammar; with no errors it is the policy [`parse`]
+/// returns.
+pub fn parse_partial(file: FileId, text: &str) -> (Option<PolicyFile>, Vec<SyntaxError>) {
+    let checked = check_line_ends(file, text).and_then(|()| check_nesting(file, text));
+    if let Err(error) = checked {
+        return (None, vec![error]);
+    }
+    let mut errors = check_bidi(file, text);
+    match grammar::CapParser::parse(Rule::file, text) {
+        Ok(pairs) => {
+            let (policy, lowering) = lower::lower_file(file, pairs);
+            errors.extend(lowering);
+            (Some(policy), errors)
+        }
+        Err(error) => {
+            // A bidi control in the code is where the grammar stops too: said once.
+            let error = from_pest(file, text, &error);
+            if !errors.iter().any(|e| e.span.start == error.span.start) {
+                errors.push(error);
+            }
+            (None, errors)
+        }
+    }
+}
+
+/// Rejects every bidirectional control outside a string literal — in a comment, a regex literal
+/// or between tokens — where it can make the policy a reviewer approves read differently from
+/// the one that runs (Trojan Source: a comment that seems to end before a constraint hides it).
+/// Inside a string literal it is a value the policy means; `capgate lint` flags it there. Strings,
+/// comments and regex literals are found the way [`check_nesting`] finds them.
+fn check_bidi(file: FileId, text: &str) -> Vec<SyntaxError> {
+    let mut errors = Vec::new();
+    if text.is_ascii() {
+        return errors;
+    }
+    let bytes = text.as_bytes();
+    let mut after_tilde = false;
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        // The end of the comment, regex or character at `i` (always a character boundary:
+        // the skips stop at an ASCII byte or the end).
+        let end = match byte {
+            b'"' => {
+                after_tilde = false;
+                i = skip_delimited(bytes, i + 1, b'"');
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => skip_line(bytes, i),
+            b'#' => skip_line(bytes, i),
+            b'/' if after_tilde => skip_delimited(bytes, i + 1, b'/'),
+            _ => {
+                i + text
+                    .get(i..)
+                    .and_then(|rest| rest.chars().next())
+                    .map_or(1, char::len_utf8)
+            }
+        };
+        match byte {
+            b'~' => after_tilde = true,
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ => after_tilde = false,
+        }
+        for (at, c) in text.get(i..end).unwrap_or_default().char_indices() {
+            if crate::value::is_bidi_control(c) {
+                errors.push(bidi_error(file, i + at, c));
+            }
+        }
+        i = end.max(i + 1);
+    }
+    errors
+}
+
+/// The error for a bidirectional control `c` at byte `at`, outside a string literal.
+fn bidi_error(file: FileId, at: usize, c: char) -> SyntaxError {
+    SyntaxError::new(
+        Span::new(file, at, at + c.len_utf8()),
+        format!(
+            "bidirectional control U+{:04X} outside a string literal",
+            u32::from(c)
+        ),
+    )
+    .with_help(
+        "it can make the policy read differently from how it runs; delete it (in a string, write \
+         it as an escape such as `\\u202e`; in a regex, `\\x{202e}`)",
+    )
 }
 
 /// Rejects a carriage return that is not followed by a line feed. Most editors show one as a line
@@ -171,7 +261,9 @@ fn from_pest(file: FileId, text: &str, error: &pest::error::Error<Rule>) -> Synt
                 format!("expected {}, found {found_text}", one_of(&expected))
             };
             let mut syntax_error = SyntaxError::new(span, message);
-            if let Some(help) = help_for(&found, &positives) {
+            let before = text.get(..position).unwrap_or("");
+            let rest = text.get(position..).unwrap_or("");
+            if let Some(help) = help_for(&found, before, rest, &positives) {
                 syntax_error = syntax_error.with_help(help);
             }
             syntax_error
@@ -231,12 +323,48 @@ fn describe_found(found: &str) -> String {
     }
 }
 
-/// A "did you mean" hint when the found word is close to a keyword expected there.
-fn help_for(found: &str, positives: &[Rule]) -> Option<String> {
+/// A "did you mean" hint when the found word is close to a keyword expected there, or the text
+/// at the failure point (`rest`, after `before`) is a near miss of what was expected: `=` for
+/// `==`, `2 hours` for `2h`, an unquoted name for a string, a `not` without braces.
+fn help_for(found: &str, before: &str, rest: &str, positives: &[Rule]) -> Option<String> {
+    let after_not = before
+        .trim_end()
+        .strip_suffix("not")
+        .is_some_and(|head| !head.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+    if after_not && positives.contains(&Rule::lbrace) {
+        return Some(format!(
+            "`not` takes one constraint in braces: `not {{ {} ... }}`",
+            if found.is_empty() {
+                "constraint"
+            } else {
+                found
+            }
+        ));
+    }
     if found == ";" {
         return Some(
             "constraints and fields are separated by spaces or line breaks, not `;`".to_owned(),
         );
+    }
+    if found == "=" && positives.contains(&Rule::eq_op) {
+        return Some("did you mean `==`?".to_owned());
+    }
+    let wants_duration = positives
+        .iter()
+        .any(|rule| matches!(rule, Rule::duration | Rule::rate_period));
+    if wants_duration {
+        if let Some((meant, _)) = units::leading_duration_words(rest) {
+            return Some(format!("did you mean `{meant}`?"));
+        }
+    }
+    let wants_string = positives
+        .iter()
+        .any(|rule| matches!(rule, Rule::string | Rule::quote));
+    if wants_string && found.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+        let name = found.escape_debug();
+        return Some(format!(
+            "did you mean `\"{name}\"`? names are quoted strings"
+        ));
     }
     if found.is_empty() || !found.starts_with(|c: char| c.is_alphabetic()) {
         return None;

@@ -66,6 +66,57 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration { nanos: total })
 }
 
+/// The duration a newcomer most likely meant by `text` — `2 hours`, `2hr`, `1 hour 30 mins`,
+/// `500 msec` → `2h`, `2h`, `1h30m`, `500ms` — when that is not what was written and it parses;
+/// for a "did you mean" hint. Unit names are matched in full (`hours`, `hrs`, `hr`, `h`), never
+/// by edit distance, so a hint never guesses between `m` and `ms`.
+pub fn suggest_duration(text: &str) -> Option<String> {
+    let (suggested, rest) = leading_duration_words(text)?;
+    if !rest.trim().is_empty() || suggested == text {
+        return None;
+    }
+    Some(suggested)
+}
+
+/// [`suggest_duration`] for the start of `text`: the duration written as words at its start
+/// (`2 hours burst 3` → `2h`), with what follows; for the parser, which stops at the `2`.
+pub fn leading_duration_words(text: &str) -> Option<(String, &str)> {
+    const ALIASES: [(&str, &[&str]); 5] = [
+        ("d", &["d", "day", "days"]),
+        ("h", &["h", "hr", "hrs", "hour", "hours"]),
+        ("m", &["m", "min", "mins", "minute", "minutes"]),
+        ("s", &["s", "sec", "secs", "second", "seconds"]),
+        (
+            "ms",
+            &["ms", "msec", "msecs", "millisecond", "milliseconds"],
+        ),
+    ];
+    let mut out = String::new();
+    let mut rest = text;
+    loop {
+        let after_space = rest.trim_start_matches([' ', '\t']);
+        let digits = after_space.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            break;
+        }
+        let (number, after) = after_space.split_at_checked(digits)?;
+        let after = after.trim_start_matches([' ', '\t']);
+        let letters = after.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (word, tail) = after.split_at_checked(letters)?;
+        let lower = word.to_ascii_lowercase();
+        let (unit, _) = ALIASES
+            .iter()
+            .find(|(_, names)| names.contains(&lower.as_str()))?;
+        out.push_str(number);
+        out.push_str(unit);
+        rest = tail;
+    }
+    if out.is_empty() || parse_duration(&out).is_err() {
+        return None;
+    }
+    Some((out, rest))
+}
+
 /// Parses a `per` unit name (`second`, `minute`, `hour`, `day`).
 pub fn parse_rate_unit(text: &str) -> Option<Duration> {
     let seconds = match text {
@@ -146,8 +197,12 @@ pub fn format_time_of_day(time: TimeOfDay) -> String {
     format!("{:02}:{:02}", time.0 / 60, time.0 % 60)
 }
 
-/// Formats a duration in the largest unit that divides it exactly (`2h`, `90s`, `500ms`).
+/// Formats a duration in the largest unit that divides it exactly (`2h`, `90s`, `500ms`); zero
+/// is `0s` (every unit divides it, and `0d` reads as a mistake).
 pub fn format_duration(duration: Duration) -> String {
+    if duration.nanos == 0 {
+        return "0s".to_owned();
+    }
     const UNITS: [(u64, &str); 5] = [
         (86_400 * NANOS_PER_S, "d"),
         (3_600 * NANOS_PER_S, "h"),
@@ -199,6 +254,47 @@ pub fn format_days(days: DaySet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zero_duration_prints_as_0s() {
+        assert_eq!(format_duration(Duration { nanos: 0 }), "0s");
+        for text in ["0s", "0ms", "0d", "0h0m"] {
+            assert_eq!(
+                format_duration(parse_duration(text).unwrap()),
+                "0s",
+                "{text}"
+            );
+        }
+        assert_eq!(format_duration(parse_duration("1h30m").unwrap()), "90m");
+    }
+
+    #[test]
+    fn durations_written_as_words_suggest_the_duration_meant() {
+        for (written, meant) in [
+            ("2 hours", "2h"),
+            ("2hr", "2h"),
+            ("2 HRS", "2h"),
+            ("1 hour 30 mins", "1h30m"),
+            ("90 seconds", "90s"),
+            ("500 msec", "500ms"),
+            ("1 day", "1d"),
+            ("2 h", "2h"),
+        ] {
+            assert_eq!(
+                suggest_duration(written).as_deref(),
+                Some(meant),
+                "{written}"
+            );
+        }
+        // Nothing to suggest: already a duration, an unknown unit, units in the wrong order.
+        for written in ["2h", "2 fortnights", "30m 1h", "hours", "2 hours extra"] {
+            assert_eq!(suggest_duration(written), None, "{written}");
+        }
+        assert_eq!(
+            leading_duration_words("2 hours burst 3"),
+            Some(("2h".to_owned(), " burst 3"))
+        );
+    }
 
     #[test]
     fn durations_parse_in_every_unit() {

@@ -26,6 +26,11 @@
 //!
 //! Keys crafted to collide so cost at most the two budgets and one re-hash of the keys held: a
 //! parse stays linear in its input, in probes and in bytes compared.
+//!
+//! A parse that refuses case variants ([`super::Repeats::CaseFolded`]) hashes each key's simple
+//! case folding (a plain ASCII key's bytes in lower case, any other key's characters folded one
+//! by one), so keys equal up to case meet in one slot, where the first such pair ends the parse:
+//! many case variants of one name cost no more than one.
 
 use super::usize_from;
 use std::collections::hash_map::RandomState;
@@ -34,7 +39,7 @@ use std::hash::{BuildHasher, Hasher};
 use foldhash::fast::RandomState as FastState;
 
 use super::Node;
-use super::string::DecodedBytes;
+use super::string::{DecodedBytes, decoded_chars};
 
 /// Objects with at most this many members check duplicates by a linear scan of earlier keys.
 pub(super) const LINEAR_MEMBERS: u32 = 16;
@@ -72,6 +77,8 @@ pub(super) struct KeySet {
     compared: usize,
     /// The current generation hashes with `strong` (an attack was suspected).
     hardened: bool,
+    /// The current generation hashes keys case-folded and finds case variants.
+    fold: bool,
     /// The (object, key node) pairs held in the current generation: the keys to re-hash when
     /// switching to SipHash, and their count.
     entries: Vec<(u32, u32)>,
@@ -91,6 +98,7 @@ impl Default for KeySet {
             key_bytes: 0,
             compared: 0,
             hardened: false,
+            fold: false,
             entries: Vec::new(),
             fast: FastState::default(),
             strong: RandomState::new(),
@@ -107,17 +115,22 @@ pub(super) enum Insert {
     New,
     /// An earlier key of its object decodes the same.
     Duplicate,
+    /// An earlier key of its object is equal to it under simple case folding (only when the
+    /// parse folds).
+    CaseVariant,
     /// A node index was out of range (unreachable): the caller refuses the input.
     Broken,
 }
 
 impl KeySet {
-    /// Forgets every key, in O(1) (O(slots) once every 2³² parses).
-    pub(super) fn reset(&mut self) {
+    /// Forgets every key, in O(1) (O(slots) once every 2³² parses); the next parse finds case
+    /// variants when `fold`.
+    pub(super) fn reset(&mut self, fold: bool) {
         self.probes = 0;
         self.key_bytes = 0;
         self.compared = 0;
         self.hardened = false;
+        self.fold = fold;
         self.entries.clear();
         self.next_generation();
     }
@@ -132,7 +145,8 @@ impl KeySet {
     }
 
     /// Adds key node `key` of object node `object`; says whether an earlier key of that object
-    /// decodes to the same string (and then adds nothing).
+    /// decodes to the same string, or (when folding) to a case variant of it, and then adds
+    /// nothing.
     pub(super) fn insert(&mut self, object: u32, key: u32, bytes: &[u8], nodes: &[Node]) -> Insert {
         let Some(node) = nodes.get(usize_from(key)) else {
             return Insert::Broken;
@@ -168,6 +182,9 @@ impl KeySet {
                 };
                 if super::keys_equal(bytes, earlier, node) {
                     return Insert::Duplicate;
+                }
+                if self.fold && super::keys_fold_equal(bytes, earlier, node) {
+                    return Insert::CaseVariant;
                 }
                 // Two keys of one object with one 32-bit hash: their comparison costs up to
                 // both keys' lengths (a decoded comparison scans a raw run to its end), which
@@ -237,13 +254,13 @@ impl KeySet {
     }
 
     /// The hash of (object, decoded key): the keyed hash (foldhash, or SipHash once hardened)
-    /// of the decoded key, then the object mixed in by a multiply.
+    /// of the object and the decoded (when folding, the case-folded) key.
     #[inline(always)]
     fn hash(&self, object: u32, bytes: &[u8], node: &Node) -> u32 {
         let key = if self.hardened {
-            key_hash(self.strong.build_hasher(), object, bytes, node)
+            key_hash(self.strong.build_hasher(), object, bytes, node, self.fold)
         } else {
-            let fast = key_hash(self.fast.build_hasher(), object, bytes, node);
+            let fast = key_hash(self.fast.build_hasher(), object, bytes, node, self.fold);
             #[cfg(test)]
             if let Some(collide) = self.collide {
                 let [a, b, c, d, ..] = fast.to_le_bytes();
@@ -272,26 +289,22 @@ const CHUNK: usize = 16;
 /// too: mixed in afterwards by a public multiply (sessions 5 to 8), it let an input place its
 /// objects at node indices that send the same names in every object to one block of slots,
 /// under SipHash as well (found by review).
+///
+/// With `fold`, the key's simple case folding is hashed instead, in the same chunks of its
+/// bytes: a plain ASCII key's bytes in lower case, any other key's characters folded one by one,
+/// so that case variants hash alike whichever way they are written.
 #[inline(always)]
-fn key_hash(mut hasher: impl Hasher, object: u32, bytes: &[u8], node: &Node) -> u64 {
+fn key_hash(mut hasher: impl Hasher, object: u32, bytes: &[u8], node: &Node, fold: bool) -> u64 {
     hasher.write_u32(object);
     let body = node.body(bytes);
-    if node.escaped() {
-        let mut chunk = [0; CHUNK];
-        let mut len = 0;
-        for byte in DecodedBytes::new(body) {
-            if let Some(slot) = chunk.get_mut(len) {
-                *slot = byte;
-            }
-            len += 1;
-            if len == CHUNK {
-                hasher.write(&chunk);
-                len = 0;
-            }
+    if fold {
+        if node.plain_ascii() {
+            write_chunked(&mut hasher, body.iter().map(u8::to_ascii_lowercase));
+        } else {
+            write_chunked(&mut hasher, folded_bytes(body));
         }
-        if len > 0 {
-            hasher.write(chunk.get(..len).unwrap_or_default());
-        }
+    } else if node.escaped() {
+        write_chunked(&mut hasher, DecodedBytes::new(body));
     } else if body.len() <= CHUNK {
         if !body.is_empty() {
             hasher.write(body);
@@ -302,6 +315,37 @@ fn key_hash(mut hasher: impl Hasher, object: u32, bytes: &[u8], node: &Node) -> 
         }
     }
     hasher.finish()
+}
+
+/// Hands `hasher` the bytes of `key` in chunks of [`CHUNK`] (the last shorter, none empty), as
+/// [`key_hash`] writes a plain key.
+#[inline(always)]
+fn write_chunked(hasher: &mut impl Hasher, key: impl Iterator<Item = u8>) {
+    let mut chunk = [0; CHUNK];
+    let mut len = 0;
+    for byte in key {
+        if let Some(slot) = chunk.get_mut(len) {
+            *slot = byte;
+        }
+        len += 1;
+        if len == CHUNK {
+            hasher.write(&chunk);
+            len = 0;
+        }
+    }
+    if len > 0 {
+        hasher.write(chunk.get(..len).unwrap_or_default());
+    }
+}
+
+/// The UTF-8 bytes of the simple case folding of the string with body `body`, decoded.
+fn folded_bytes(body: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    decoded_chars(body).flat_map(|c| {
+        let folded = crate::fold::fold_char(c);
+        let mut buffer = [0; 4];
+        let len = folded.encode_utf8(&mut buffer).len();
+        buffer.into_iter().take(len)
+    })
 }
 
 #[cfg(test)]

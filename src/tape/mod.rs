@@ -55,6 +55,9 @@ pub enum Kind {
 
 /// The body of a string node holds at least one escape.
 const ESCAPED: u8 = 1;
+/// The body of a string node holds a byte outside ASCII (an escape aside). A key with neither
+/// flag is plain ASCII, compared under case folding with `eq_ignore_ascii_case`.
+const NON_ASCII: u8 = 16;
 /// A number node holds its value, read once by the parser, as a `u64` in `len` (low half) and
 /// `depth` (high half) — fields only containers use otherwise — so comparing or bounding it never
 /// parses its text again (regression: a long number was parsed on every read, and `uniqueItems`
@@ -98,6 +101,26 @@ impl Node {
     fn escaped(&self) -> bool {
         self.flags & ESCAPED != 0
     }
+
+    /// A string whose body is its text and all ASCII (no escape, no byte outside ASCII).
+    #[inline]
+    fn plain_ascii(&self) -> bool {
+        self.flags & (ESCAPED | NON_ASCII) == 0
+    }
+}
+
+/// Which member names of one object [`Tape::parse_with`] refuses as the same name given twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Repeats {
+    /// Names that decode to the same string (`{"a":1,"\u0061":2}`): what JSON parsers that keep
+    /// one member per name disagree on. [`Tape::parse`] refuses these.
+    #[default]
+    Exact,
+    /// Also names equal under Unicode simple case folding (`{"amount":1,"Amount":2}`,
+    /// `{"kind":1,"\u212Aind":2}` with the KELVIN SIGN): what a server that binds members
+    /// case-insensitively (Go's `encoding/json`) may read either of. What the engine refuses
+    /// by default (`Limits::refuse_case_variant_members`).
+    CaseFolded,
 }
 
 /// Whether two string nodes decode to the same string: a byte comparison when neither has
@@ -111,6 +134,39 @@ fn keys_equal(bytes: &[u8], a: &Node, b: &Node) -> bool {
         (false, true) => DecodedBytes::new(body_b).eq(body_a.iter().copied()),
         (true, true) => DecodedBytes::new(body_a).eq(DecodedBytes::new(body_b)),
     }
+}
+
+/// Whether two string nodes are equal under simple case folding ([`crate::fold`]), decoded;
+/// allocates nothing.
+#[inline]
+fn keys_fold_equal(bytes: &[u8], a: &Node, b: &Node) -> bool {
+    let (body_a, body_b) = (a.body(bytes), b.body(bytes));
+    if a.plain_ascii() && b.plain_ascii() {
+        return body_a.len() == body_b.len() && body_a.eq_ignore_ascii_case(body_b);
+    }
+    keys_fold_equal_decoded(body_a, body_b)
+}
+
+/// [`keys_fold_equal`] for a key with escapes or bytes outside ASCII: character by character.
+#[cold]
+#[inline(never)]
+fn keys_fold_equal_decoded(a: &[u8], b: &[u8]) -> bool {
+    let fold = crate::fold::fold_char;
+    string::decoded_chars(a)
+        .map(fold)
+        .eq(string::decoded_chars(b).map(fold))
+}
+
+/// Whether the string with body `body` (escapes decoded) is a case variant of `key` and not
+/// `key` itself: for names with escapes or bytes outside ASCII.
+#[cold]
+#[inline(never)]
+fn name_is_case_variant(body: &[u8], key: &str) -> bool {
+    let fold = crate::fold::fold_char;
+    !DecodedBytes::new(body).eq(key.bytes())
+        && string::decoded_chars(body)
+            .map(fold)
+            .eq(key.chars().map(fold))
 }
 
 /// Whether the body of an escaped key decodes to `key` (out of line: keys with escapes are rare,
@@ -194,6 +250,9 @@ pub enum ErrorKind {
     /// An object has the same key twice (compared after decoding escapes).
     #[error("duplicate key `{0}`")]
     DuplicateKey(String),
+    /// An object has two keys equal under simple case folding ([`Repeats::CaseFolded`]).
+    #[error("key `{0}` differs from an earlier key of its object only by case")]
+    CaseVariantKey(String),
     /// Arrays/objects nest deeper than the limit.
     #[error("json nested too deeply (more than {0} levels)")]
     TooDeep(usize),
@@ -219,13 +278,26 @@ impl Tape {
 
     /// Parses `bytes` as one JSON value, replacing the tape's contents; no allocation once warm
     /// (when the tape has parsed an input needing as many nodes, as deep a nesting and as many
-    /// keys in large objects before).
+    /// keys in large objects before). Refuses an object with two keys that decode to the same
+    /// string ([`Repeats::Exact`]).
     pub fn parse<'t>(
         &'t mut self,
         bytes: &'t [u8],
         max_depth: usize,
     ) -> Result<Doc<'t>, TapeError> {
-        scan::parse(self, bytes, max_depth)?;
+        self.parse_with(bytes, max_depth, Repeats::Exact)
+    }
+
+    /// [`Tape::parse`], refusing the keys `repeats` names as one key given twice. A gateway
+    /// that hands the document to `Engine::check_doc` parses with the engine's own rule
+    /// (`Repeats::CaseFolded` under the default limits), or the engine parses the bytes again.
+    pub fn parse_with<'t>(
+        &'t mut self,
+        bytes: &'t [u8],
+        max_depth: usize,
+        repeats: Repeats,
+    ) -> Result<Doc<'t>, TapeError> {
+        scan::parse(self, bytes, max_depth, repeats == Repeats::CaseFolded)?;
         // An accepted document is UTF-8 throughout (outside strings only ASCII is valid JSON,
         // inside them the scan checked it), so this holds; checking the whole input once lets
         // every string read later borrow by slicing instead of validating its bytes again.
@@ -237,6 +309,7 @@ impl Tape {
             bytes,
             text,
             nodes: &self.nodes,
+            repeats,
         })
     }
 }
@@ -249,6 +322,8 @@ pub struct Doc<'t> {
     text: &'t str,
     // INVARIANT (non-empty): a successful parse leaves at least the root node.
     nodes: &'t [Node],
+    /// The keys the parse refused as repeats.
+    repeats: Repeats,
 }
 
 impl<'t> Doc<'t> {
@@ -263,6 +338,12 @@ impl<'t> Doc<'t> {
     /// The input the document was parsed from.
     pub fn bytes(self) -> &'t [u8] {
         self.bytes
+    }
+
+    /// The keys the parse refused as one key given twice: no object of the document has two
+    /// such keys.
+    pub fn repeats(self) -> Repeats {
+        self.repeats
     }
 }
 
@@ -279,6 +360,8 @@ static NULL_DOC: Doc<'static> = Doc {
         kind: Kind::Null,
         flags: 0,
     }],
+    // No object, so no keys that repeat in any sense.
+    repeats: Repeats::CaseFolded,
 };
 
 /// JSON `null`, as a node of a document of its own.
@@ -543,6 +626,42 @@ impl<'t> NodeRef<'t> {
             cursor = usize_from(value.next);
         }
         Lookup::Absent
+    }
+
+    /// True for an object with a member whose name is a case variant of `key` (equal to it
+    /// under Unicode simple case folding) but not `key` itself: for a lookup of `key` that found
+    /// nothing, whose upstream may read that member as `key`. A walk over the members that
+    /// compares a plain ASCII name with an ASCII key by its length first, and decodes only
+    /// names with escapes or bytes outside ASCII.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn has_case_variant(self, key: &str) -> bool {
+        let object = self.node();
+        if object.kind != Kind::Object {
+            return false;
+        }
+        let bytes = self.doc.bytes;
+        let want = key.as_bytes();
+        let ascii_key = want.is_ascii();
+        // INVARIANT (next): as in `find_member`.
+        let Some(members) = self.doc.nodes.get(..usize_from(object.next)) else {
+            return false;
+        };
+        let mut cursor = usize_from(self.index).saturating_add(1);
+        while let (Some(name), Some(value)) = (members.get(cursor), members.get(cursor + 1)) {
+            let body = name.body(bytes);
+            let variant = if ascii_key && name.plain_ascii() {
+                // A plain ASCII name folds to the key's length only if it has it.
+                body.len() == want.len() && body.eq_ignore_ascii_case(want) && body != want
+            } else {
+                name_is_case_variant(body, key)
+            };
+            if variant {
+                return true;
+            }
+            cursor = usize_from(value.next);
+        }
+        false
     }
 
     /// The `i`-th element, for an array.

@@ -7,8 +7,8 @@ use std::str::FromStr;
 use super::keys::{Insert, KeySet, LINEAR_MEMBERS};
 use super::string::scan_string;
 use super::{
-    ESCAPED, ErrorKind, Kind, NUMBER_FLOAT, NUMBER_NEGATIVE, NUMBER_POSITIVE, Node, Tape,
-    TapeError, keys_equal, usize_from,
+    ESCAPED, ErrorKind, Kind, NON_ASCII, NUMBER_FLOAT, NUMBER_NEGATIVE, NUMBER_POSITIVE, Node,
+    Tape, TapeError, keys_equal, keys_fold_equal, usize_from,
 };
 
 /// An array or object still open while parsing.
@@ -22,19 +22,22 @@ pub(super) struct Frame {
     depth: u32,
     /// An object (`}` closes it, members have keys) rather than an array.
     object: bool,
-    /// Objects: a one-word Bloom filter of the unescaped keys so far (all ones once a key had
-    /// an escape), so most keys of a small object skip the scan of the earlier ones.
+    /// Objects: a one-word Bloom filter of the plain ASCII keys so far, blind to ASCII case (all
+    /// ones once a key had an escape or a byte outside ASCII), so most keys of a small object
+    /// skip the scan of the earlier ones.
     key_filter: u64,
 }
 
-/// The [`Frame::key_filter`] bit of an unescaped key with body `body`: from its length and its
+/// The [`Frame::key_filter`] bit of a plain ASCII key with body `body`: from its length and its
 /// first two bytes, which tell apart most keys of real objects. Not the last byte: its address
 /// waits for the string scan that found the key's end, and the parse waited on that load
-/// (session 27); the first two bytes' addresses are known before the scan starts.
+/// (session 27); the first two bytes' addresses are known before the scan starts. The bytes
+/// with their `0x20` bit set, so keys that differ only in the case of ASCII letters share a bit
+/// (and are compared when case variants are refused).
 #[inline(always)]
 pub(super) fn key_filter_bit(body: &[u8]) -> u64 {
-    let first = body.first().copied().unwrap_or(0);
-    let second = body.get(1).copied().unwrap_or(0);
+    let first = body.first().copied().unwrap_or(0) | 0x20;
+    let second = body.get(1).copied().unwrap_or(0) | 0x20;
     let mix = body.len() ^ usize::from(first) ^ usize::from(second) << 2;
     1 << (mix & 63)
 }
@@ -55,12 +58,18 @@ pub(super) fn offset(pos: usize) -> u32 {
     pos as u32
 }
 
-/// Parses `bytes` into `tape` (see [`Tape::parse`]); on error the tape holds no document.
-pub(super) fn parse(tape: &mut Tape, bytes: &[u8], max_depth: usize) -> Result<(), TapeError> {
+/// Parses `bytes` into `tape` (see [`Tape::parse_with`]); on error the tape holds no document.
+/// With `fold`, keys equal under simple case folding are refused as well as equal ones.
+pub(super) fn parse(
+    tape: &mut Tape,
+    bytes: &[u8],
+    max_depth: usize,
+    fold: bool,
+) -> Result<(), TapeError> {
     tape.nodes.clear();
     tape.stack.clear();
     check_length(bytes.len())?;
-    tape.keys.reset();
+    tape.keys.reset(fold);
     // The buffers move into the parser (no allocation) so the hot loop owns them directly.
     let mut parser = Parser {
         bytes,
@@ -69,6 +78,7 @@ pub(super) fn parse(tape: &mut Tape, bytes: &[u8], max_depth: usize) -> Result<(
         stack: std::mem::take(&mut tape.stack),
         keys: &mut tape.keys,
         max_depth,
+        fold,
     };
     let result = parser.run();
     tape.nodes = parser.nodes;
@@ -102,6 +112,8 @@ struct Parser<'a> {
     stack: Vec<Frame>,
     keys: &'a mut KeySet,
     max_depth: usize,
+    /// Keys equal under simple case folding are refused too ([`super::Repeats::CaseFolded`]).
+    fold: bool,
 }
 
 impl Parser<'_> {
@@ -279,7 +291,7 @@ impl Parser<'_> {
             return Err((self.pos, ErrorKind::Internal));
         };
         if earlier < LINEAR_MEMBERS {
-            let bit = if new_key.escaped() {
+            let bit = if !new_key.plain_ascii() {
                 u64::MAX
             } else {
                 key_filter_bit(new_key.body(self.bytes))
@@ -287,7 +299,7 @@ impl Parser<'_> {
             let seen = top.key_filter;
             top.key_filter |= bit;
             if seen & bit == 0 {
-                // No earlier key has this key's filter bit: none can equal it.
+                // No earlier key has this key's filter bit: none can equal it, even up to case.
                 return Ok(());
             }
             return self.compare_earlier(key, object, earlier);
@@ -306,18 +318,23 @@ impl Parser<'_> {
         };
         let plain_len = (!new_key.escaped()).then(|| new_key.end.wrapping_sub(new_key.start));
         for old_key in earlier_keys(&self.nodes, object, earlier) {
-            match self.nodes.get(old_key) {
-                // Two unescaped keys of different lengths differ: only the earlier keys of the
-                // new key's length (or with escapes) are compared, byte by byte. (The length
-                // is cheaper to compare than the filter bit is to compute again.)
-                Some(old)
-                    if !old.escaped()
-                        && plain_len.is_some_and(|len| old.end.wrapping_sub(old.start) != len) => {}
-                Some(old) if keys_equal(self.bytes, old, new_key) => {
-                    return Err(duplicate(self.bytes, &self.nodes, key));
-                }
-                Some(_) => {}
-                None => return Err((self.pos, ErrorKind::Internal)),
+            let Some(old) = self.nodes.get(old_key) else {
+                return Err((self.pos, ErrorKind::Internal));
+            };
+            // Two unescaped keys of different lengths differ, and (both ASCII) are not case
+            // variants either: only the earlier keys of the new key's length (or with escapes,
+            // or bytes outside ASCII when folding) are compared. (The length is cheaper to
+            // compare than the filter bit is to compute again.)
+            let lengths_differ = !old.escaped()
+                && plain_len.is_some_and(|len| old.end.wrapping_sub(old.start) != len);
+            if lengths_differ && (!self.fold || (old.plain_ascii() && new_key.plain_ascii())) {
+                continue;
+            }
+            if keys_equal(self.bytes, old, new_key) {
+                return Err(duplicate(self.bytes, &self.nodes, key));
+            }
+            if self.fold && keys_fold_equal(self.bytes, old, new_key) {
+                return Err(case_variant(self.bytes, &self.nodes, key));
             }
         }
         Ok(())
@@ -344,6 +361,7 @@ impl Parser<'_> {
         {
             Insert::New => Ok(()),
             Insert::Duplicate => Err(duplicate(self.bytes, &self.nodes, key)),
+            Insert::CaseVariant => Err(case_variant(self.bytes, &self.nodes, key)),
             Insert::Broken => Err((self.pos, ErrorKind::Internal)),
         }
     }
@@ -361,7 +379,8 @@ impl Parser<'_> {
             len: 0,
             depth: 0,
             kind: Kind::String,
-            flags: if scanned.escaped { ESCAPED } else { 0 },
+            flags: if scanned.escaped { ESCAPED } else { 0 }
+                | if scanned.non_ascii { NON_ASCII } else { 0 },
         });
         self.pos = scanned.end + 1;
         Ok(index)
@@ -511,6 +530,18 @@ fn duplicate(bytes: &[u8], nodes: &[Node], key: usize) -> Fault {
     (
         usize_from(node.start).saturating_sub(1),
         ErrorKind::DuplicateKey(crate::value::truncate_str(&name, 64)),
+    )
+}
+
+/// The case-variant-key error for key node `key`.
+#[cold]
+#[inline(never)]
+fn case_variant(bytes: &[u8], nodes: &[Node], key: usize) -> Fault {
+    let node = nodes.get(key).copied().unwrap_or(super::NULL_NODE);
+    let name = super::string::decode(node.body(bytes));
+    (
+        usize_from(node.start).saturating_sub(1),
+        ErrorKind::CaseVariantKey(crate::value::truncate_str(&name, 64)),
     )
 }
 

@@ -23,6 +23,8 @@ pub(super) struct ScannedString {
     pub end: usize,
     /// The body holds at least one backslash escape.
     pub escaped: bool,
+    /// The body holds a byte outside ASCII (escapes aside: `\u00e9` is ASCII text).
+    pub non_ascii: bool,
 }
 
 /// Scans the body of a string that starts at `start` (just after the opening quote): returns
@@ -38,6 +40,7 @@ pub(super) fn scan_string(bytes: &[u8], start: usize) -> Result<ScannedString, (
         return Ok(ScannedString {
             end: found.at,
             escaped: false,
+            non_ascii: false,
         });
     }
     scan_string_rest(bytes, start, found.at)
@@ -83,7 +86,11 @@ fn scan_string_rest(
             return Err((start + error.valid_up_to(), ErrorKind::InvalidUtf8));
         }
     }
-    Ok(ScannedString { end: pos, escaped })
+    Ok(ScannedString {
+        end: pos,
+        escaped,
+        non_ascii,
+    })
 }
 
 /// Where [`find_special`] stopped.
@@ -391,6 +398,20 @@ impl Iterator for DecodedBytes<'_> {
             }
         }
     }
+}
+
+/// The characters of a body that [`scan_string`] accepted, escapes decoded, allocating nothing
+/// (for comparing and hashing names under case folding).
+pub(super) fn decoded_chars(body: &[u8]) -> impl Iterator<Item = char> + '_ {
+    Pieces::new(body).flat_map(|piece| {
+        let (raw, escaped) = match piece {
+            // A run between escapes of an accepted body is whole UTF-8 characters (escapes are
+            // ASCII); were it not, it would read as one replacement character.
+            Piece::Raw(raw) => (std::str::from_utf8(raw).unwrap_or("\u{fffd}"), None),
+            Piece::Char(c) => ("", Some(c)),
+        };
+        raw.chars().chain(escaped)
+    })
 }
 
 /// The decoded string of a body that [`scan_string`] accepted.

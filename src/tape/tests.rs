@@ -279,6 +279,123 @@ fn large_objects_nested_in_large_objects_keep_their_keys_apart() {
     refused(text.as_bytes());
 }
 
+/// Parses `text` on a fresh tape refusing case variants ([`Repeats::CaseFolded`]).
+fn parse_folded(text: &str) -> Result<Value, TapeError> {
+    let mut tape = Tape::new();
+    tape.parse_with(text.as_bytes(), DEPTH, Repeats::CaseFolded)
+        .map(|doc| {
+            assert_eq!(doc.repeats(), Repeats::CaseFolded);
+            doc.root().to_value()
+        })
+}
+
+#[test]
+fn case_variant_keys_are_refused_when_folding_in_objects_of_any_size() {
+    // Pairs of keys equal under simple case folding, raw or escaped: ASCII case, the KELVIN
+    // SIGN and LONG S (which fold into ASCII), capital sharp s, final sigma.
+    let pairs = [
+        ("amount", "Amount"),
+        ("amount", "AMOUNT"),
+        ("Amount", r"\u0061mount"),
+        ("kind", "\u{212A}ind"),
+        ("kind", r"\u212Aind"),
+        ("KIND", r"\u212a\u0069nd"),
+        ("sum", "\u{17F}um"),
+        ("SUM", r"\u017fum"),
+        ("ß", "\u{1E9E}"),
+        ("σ", "Σ"),
+        ("ς", r"\u03a3"),
+        ("x", "X"),
+    ];
+    for count in [0, 3, 14, 15, 16, 17, 40, 1000] {
+        let filler = large_object(count, "");
+        let filler = filler.trim_start_matches('{').trim_end_matches('}');
+        let comma = if filler.is_empty() { "" } else { "," };
+        for (first, second) in pairs {
+            for (a, b) in [(first, second), (second, first)] {
+                // The variants at the start, apart, and at the end of the object.
+                for text in [
+                    format!(r#"{{"{a}":1,"{b}":2{comma}{filler}}}"#),
+                    format!(r#"{{"{a}":1{comma}{filler},"{b}":2}}"#),
+                    format!(r#"{{{filler}{comma}"{a}":1,"{b}":2}}"#),
+                ] {
+                    // Read as two names where repeats are exact, as the reference reads them.
+                    assert_eq!(
+                        accepted(&text).as_object().unwrap().len(),
+                        count + 2,
+                        "{text}"
+                    );
+                    let error = parse_folded(&text).unwrap_err();
+                    assert!(
+                        matches!(error.kind, ErrorKind::CaseVariantKey(_)),
+                        "{count} {a} {b}: {error}"
+                    );
+                }
+            }
+        }
+    }
+    // An exact repeat is still a duplicate when folding.
+    let error = parse_folded(r#"{"a":1,"b":2,"a":3}"#).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::DuplicateKey("a".into()));
+    // Deep inside, and named in the error.
+    let error = parse_folded(r#"{"x":[{"y":{"role":"user","ROLE":"admin"}}]}"#).unwrap_err();
+    assert_eq!(error.kind, ErrorKind::CaseVariantKey("ROLE".into()));
+}
+
+#[test]
+fn names_that_differ_other_than_by_simple_case_folding_are_accepted_when_folding() {
+    // `@` and `` ` ``, `[` and `{` differ in the bit that is case for letters; `ß` is `ss` only
+    // under full folding; `İ` folds only under Turkic rules; same names in different objects.
+    for text in [
+        r#"{"a@":1,"a`":2}"#,
+        r#"{"[":1,"{":2}"#,
+        r#"{"amount":1,"amounts":2,"amoun":3,"am0unt":4}"#,
+        r#"{"ss":1,"ß":2}"#,
+        r#"{"i":1,"\u0130":2}"#,
+        r#"{"e":1,"é":2,"E\u0301":3}"#,
+        r#"{"a":{"a":1},"c":[{"A":2},{"b":3}]}"#,
+    ] {
+        assert_eq!(parse_folded(text).unwrap(), accepted(text), "{text}");
+    }
+    let names: Vec<String> = (0..2000).map(|i| format!("Key{i}")).collect();
+    let members: Vec<String> = names.iter().map(|n| format!(r#""{n}":0"#)).collect();
+    let text = format!("{{{}}}", members.join(","));
+    assert_eq!(parse_folded(&text).unwrap(), accepted(&text));
+}
+
+#[test]
+fn many_case_variants_of_one_name_end_the_parse_at_the_first_pair() {
+    // 2^12 spellings of one twelve-letter name: folded, they all hash alike; the first pair
+    // ends the parse, so the rest cost nothing (no quadratic comparison of the variants).
+    let name = "abcdefghijkl";
+    let members: Vec<String> = (0..4096u32)
+        .map(|bits| {
+            let spelt: String = name
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if bits >> i & 1 == 1 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            format!(r#""{spelt}":0"#)
+        })
+        .collect();
+    let text = format!(r#"{{"pad0":0,"pad1":0,{}}}"#, members.join(","));
+    let mut tape = Tape::new();
+    let error = tape
+        .parse_with(text.as_bytes(), DEPTH, Repeats::CaseFolded)
+        .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::CaseVariantKey("Abcdefghijkl".into()));
+    assert_eq!(
+        tape.parse(text.as_bytes(), DEPTH).unwrap().root().len(),
+        4098
+    );
+}
+
 #[test]
 fn duplicate_key_names_are_cut_to_64_characters() {
     let key = "é".repeat(100);

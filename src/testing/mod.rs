@@ -213,7 +213,9 @@ fn load(dir: &Path, limits: Limits) -> Result<LoadedPolicy, Vec<TestFileError>> 
     })
 }
 
-fn report_for(files: &[PathBuf], policy_dir: &Path) -> Report {
+/// Runs `files` against the policies under `policy_dir`; `walked`: the files were found in a
+/// directory walk, where only regular files are opened (a FIFO would block the run).
+fn report_for(files: &[PathBuf], policy_dir: &Path, walked: bool) -> Report {
     let limits = Limits::DEFAULT;
     let policy = match load(policy_dir, limits) {
         Ok(policy) => policy,
@@ -229,13 +231,24 @@ fn report_for(files: &[PathBuf], policy_dir: &Path) -> Report {
         ..Report::default()
     };
     for file in files {
+        if walked {
+            if let Err(e) = crate::bounded::regular_file(file) {
+                report.errors.push(TestFileError {
+                    file: file.display().to_string(),
+                    position: None,
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        }
         run::run_path(file, &policy, limits, &mut report);
     }
     report
 }
 
 /// Runs every test file under `dir` (see [`discover`]) against the policies of the whole
-/// directory tree. A directory without test files is an error in the report.
+/// directory tree. A directory without test files is an error in the report, and so is a test
+/// file that is not a regular file (a FIFO, a socket, a device), which is never opened.
 pub fn run_dir(dir: impl AsRef<Path>) -> Report {
     let dir = dir.as_ref();
     let files = discover(dir);
@@ -252,7 +265,7 @@ pub fn run_dir(dir: impl AsRef<Path>) -> Report {
             ..Report::default()
         };
     }
-    report_for(&files, dir)
+    report_for(&files, dir, true)
 }
 
 /// Runs one test file (`.captest` or `.session.jsonl`) against the policies of its directory.
@@ -275,7 +288,7 @@ pub fn run_file(file: impl AsRef<Path>) -> Report {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    report_for(&[file.to_path_buf()], &dir)
+    report_for(&[file.to_path_buf()], &dir, false)
 }
 
 /// Runs `.captest` text against a loaded policy; `name` is used in failures and errors.

@@ -3,34 +3,44 @@
 //! Operator steps go through [`Session::run_line`] as the session lines they stand for, so a
 //! test and `capgate replay` can never disagree about what a grant or a revocation does.
 
+use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use super::format::{Expectation, Key, Revocation, Step, Target, TestFile};
 use super::{Failure, Report, SESSION_SUFFIX, TestFileError};
+use crate::bounded::{ByteLimit, Line, LineReader};
 use crate::engine::{CandidateTrace, Decision, LoadedPolicy, Request, Verdict};
 use crate::limits::Limits;
-use crate::session::{Session, SessionOptions};
+use crate::session::{LineResult, Session, SessionOptions};
 
-/// Runs one test file found on disk.
+/// Runs one test file found on disk. A session is read line by line, each line bounded
+/// ([`Limits::max_session_line_bytes`]); a `.captest` file whole, within
+/// [`Limits::max_policy_file_bytes`].
 pub(super) fn run_path(path: &Path, policy: &LoadedPolicy, limits: Limits, report: &mut Report) {
     let name = path.display().to_string();
-    let bytes = match std::fs::read(path) {
+    let file_error = |message: String| TestFileError {
+        file: name.clone(),
+        position: None,
+        message,
+    };
+    if name.ends_with(SESSION_SUFFIX) {
+        match std::fs::File::open(path) {
+            Ok(file) => run_session(&name, std::io::BufReader::new(file), policy, limits, report),
+            Err(e) => report
+                .errors
+                .push(file_error(format!("cannot read `{name}`: {e}"))),
+        }
+        return;
+    }
+    let bytes = match crate::bounded::read_file(path, ByteLimit::policy_file(&limits)) {
         Ok(bytes) => bytes,
         Err(e) => {
-            report.errors.push(TestFileError {
-                file: name.clone(),
-                position: None,
-                message: format!("cannot read `{name}`: {e}"),
-            });
+            report.errors.push(file_error(e.to_string()));
             return;
         }
     };
-    if name.ends_with(SESSION_SUFFIX) {
-        run_session(&name, &bytes, policy, limits, report);
-        return;
-    }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
@@ -51,14 +61,27 @@ pub(super) fn run_path(path: &Path, policy: &LoadedPolicy, limits: Limits, repor
     }
 }
 
-fn new_session(policy: &LoadedPolicy, limits: Limits) -> Session {
-    Session::new(
-        policy.clone(),
-        SessionOptions {
-            limits: Some(limits),
-            ..SessionOptions::default()
-        },
-    )
+/// A fresh session for test file `name`; a failure of the file if the limits are refused.
+fn new_session(
+    policy: &LoadedPolicy,
+    limits: Limits,
+    name: &str,
+    report: &mut Report,
+) -> Option<Session> {
+    let options = SessionOptions {
+        limits: Some(limits),
+        ..SessionOptions::default()
+    };
+    match Session::new(policy.clone(), options) {
+        Ok(session) => Some(session),
+        Err(error) => {
+            report.fail(Failure {
+                file: name.to_owned(),
+                ..step_failure(error.to_string())
+            });
+            None
+        }
+    }
 }
 
 /// Runs every case of a parsed file, each on a fresh session.
@@ -69,7 +92,9 @@ pub(super) fn run_cases(
     report: &mut Report,
 ) {
     for case in &file.cases {
-        let session = new_session(policy, limits);
+        let Some(session) = new_session(policy, limits, &file.name, report) else {
+            return;
+        };
         let mut request = Map::new();
         let mut failure = None;
         for line in file.defaults.iter().chain(&case.lines) {
@@ -386,44 +411,57 @@ fn kind(value: &Value) -> &'static str {
 /// line that cannot be run.
 fn run_session(
     name: &str,
-    bytes: &[u8],
+    reader: impl BufRead,
     policy: &LoadedPolicy,
     limits: Limits,
     report: &mut Report,
 ) {
-    let session = new_session(policy, limits);
-    for (index, raw) in bytes.split(|&byte| byte == b'\n').enumerate() {
-        let number = index + 1;
+    let Some(session) = new_session(policy, limits, name, report) else {
+        return;
+    };
+    let line_failure = |line: usize, message: String| Failure {
+        file: name.to_owned(),
+        line,
+        message,
+        ..step_failure(String::new())
+    };
+    let mut lines = LineReader::new(reader, limits.max_session_line_bytes());
+    let mut number = 0usize;
+    loop {
+        number += 1;
+        let raw = match lines.next_line() {
+            Ok(None) => break,
+            Ok(Some(Line::Complete(raw))) => raw,
+            Ok(Some(Line::TooLong)) => {
+                let result = session.oversized_line(number);
+                report.fail(line_failure(number, could_not_run(&result)));
+                continue;
+            }
+            Err(e) => {
+                report.errors.push(TestFileError {
+                    file: name.to_owned(),
+                    position: Some((number, 1)),
+                    message: format!("cannot read `{name}`: {e}"),
+                });
+                return;
+            }
+        };
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let line = match std::str::from_utf8(raw) {
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => line,
             Err(e) => {
-                report.fail(Failure {
-                    file: name.to_owned(),
-                    line: number,
-                    message: format!(
-                        "the line is not UTF-8 (invalid byte at offset {})",
-                        e.valid_up_to()
-                    ),
-                    ..step_failure(String::new())
-                });
+                let message = format!(
+                    "the line is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                );
+                report.fail(line_failure(number, message));
                 continue;
             }
         };
         let result = session.run_line(line, number);
         if result.error {
-            let message = result
-                .output
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("the line could not run");
-            report.fail(Failure {
-                file: name.to_owned(),
-                line: number,
-                message: format!("the line could not run: {message}"),
-                ..step_failure(String::new())
-            });
+            report.fail(line_failure(number, could_not_run(&result)));
             continue;
         }
         let Ok(decision) = serde_json::from_value::<Decision>(result.output.clone()) else {
@@ -461,6 +499,15 @@ fn run_session(
             report.passed += 1;
         }
     }
+}
+
+/// The failure message of a session line that could not run.
+fn could_not_run(result: &LineResult) -> String {
+    let message = result.output.get("error").and_then(Value::as_str);
+    format!(
+        "the line could not run: {}",
+        message.unwrap_or("the line could not run")
+    )
 }
 
 /// A session line's `expect`/`expect_constraint` as an [`Expectation`] (the verdict defaults to

@@ -18,6 +18,7 @@ use super::input::Input;
 use super::json::Json;
 use super::path::{Leaf, NoTrail, SegmentTrail, Stop, plain_member, visit, with_single};
 use super::plan::Planned;
+use super::schema::{Refused, SchemaLimit};
 use crate::bytecode::index::{CheckIdx, Index, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{BoundConst, BoundSet, CompiledPath, PathAccess, Program};
@@ -62,6 +63,17 @@ pub enum VmError {
     /// work or nesting than the schema's limits allow, which is not a schema violation.
     #[error("`payloadSchema` {0}")]
     SchemaLimit(crate::vm::schema::SchemaLimit),
+    /// A member the program reads is absent, but its object has a member whose name differs
+    /// from it only by case (reason `input`; `Limits::refuse_case_variant_reads`).
+    #[error(
+        "the request has a member whose name differs only by case from one that {} reads, \
+         which an upstream that binds members case-insensitively would read",
+        .path.as_deref().map_or_else(|| "the payload schema".to_owned(), |p| format!("`{p}`"))
+    )]
+    CaseVariant {
+        /// The path being read; `None` for a `payloadSchema`.
+        path: Option<String>,
+    },
     /// A verified-program invariant did not hold. Fuzzing asserts this is unreachable.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -565,8 +577,11 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                 return Ok(value.json_eq(other));
             }
             let unusable = |other: &Result<Leaf<'_, J>, Stop>| match other {
-                // A broken `other` is broken, not absent (see `Op::Require`).
-                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous)) => Some(*stop),
+                // A broken `other` is broken, not absent (see `Op::Require`); a case variant
+                // refuses the request.
+                Err(stop @ (Stop::WrongShape(_) | Stop::Ambiguous(_) | Stop::CaseVariant)) => {
+                    Some(*stop)
+                }
                 Err(_) => Some(Stop::Missing),
                 Ok(Leaf::Json(value)) if identity && value.is_null() => Some(Stop::NullIdentity),
                 Ok(_) => None,
@@ -575,9 +590,10 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                 (None, Ok(other)) => walk!(path, optional, |leaf| leaf.equals(other)),
                 (Some(stop), _) | (None, Err(stop)) => Err(stop),
             });
-            // An unusable `other` is reported against the other path.
-            let other_failed =
-                S::EXPLAIN && with_single(input, other_path, |other| unusable(&other).is_some());
+            // An unusable `other` is reported against the other path (and so is a case
+            // variant met there, which the request's refusal names).
+            let other_failed = (S::EXPLAIN || result == Err(Stop::CaseVariant))
+                && with_single(input, other_path, |other| unusable(&other).is_some());
             if other_failed {
                 (result, Some(other_path))
             } else {
@@ -692,6 +708,10 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                             }
                         }
                     }
+                    // A case variant on either side refuses the request, whatever the other.
+                    (Err(Stop::CaseVariant), _) | (_, Err(Stop::CaseVariant)) => {
+                        Err(Stop::CaseVariant)
+                    }
                     // `optional` forgives absence only: when one side is absent and the other
                     // broken (wrong shape, repeated query parameter), the constraint fails —
                     // found by the differential tests (`regression_optional_difference_*`).
@@ -709,13 +729,21 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         Op::Schema { schema } => {
             let schema = table(&program.schemas, schema)?;
             steps.visits += 1;
-            let holds = match crate::vm::schema::validate(schema, input.payload, input.regex_budget)
-            {
+            let variants = input.refuse_case_variants;
+            let holds = match crate::vm::schema::validate(
+                schema,
+                input.payload,
+                input.regex_budget,
+                variants,
+            ) {
                 Ok(holds) => holds,
-                Err(crate::vm::schema::SchemaLimit::BrokenProgram) => {
+                // A case variant of a name the schema reads refuses the request; with none, the
+                // explanation below (which reads no more than this did) meets none either.
+                Err(Refused::CaseVariant(_)) => return Err(VmError::CaseVariant { path: None }),
+                Err(Refused::Limit(SchemaLimit::BrokenProgram)) => {
                     return Err(VmError::Internal("schema program is malformed"));
                 }
-                Err(crate::vm::schema::SchemaLimit::RegexWork(limit)) => {
+                Err(Refused::Limit(SchemaLimit::RegexWork(limit))) => {
                     return Err(VmError::RegexWork {
                         path: "payload".to_owned(),
                         limit,
@@ -723,7 +751,7 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
                 }
                 // A limit refuses the request, under `not` and `any` too (never a `false` a
                 // `not` could flip into a pass).
-                Err(limit) => return Err(VmError::SchemaLimit(limit)),
+                Err(Refused::Limit(limit)) => return Err(VmError::SchemaLimit(limit)),
             };
             if S::EXPLAIN {
                 let (path, message) =
@@ -780,15 +808,23 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
         | Op::Require { .. }
         | Op::Accept => return Err(VmError::Internal("control instruction evaluated as a test")),
     };
-    if let Err(Stop::TooLong(found)) = result {
-        return Err(VmError::ArrayTooLong {
-            path: path.map_or_else(String::new, |p| p.text.clone()),
-            found,
-            limit: input.max_array_scan,
-        });
+    match result {
+        Err(Stop::TooLong(found)) => {
+            return Err(VmError::ArrayTooLong {
+                path: path.map_or_else(String::new, |p| p.text.clone()),
+                found,
+                limit: input.max_array_scan,
+            });
+        }
+        Err(Stop::CaseVariant) => {
+            return Err(VmError::CaseVariant {
+                path: path.map(|p| p.text.clone()),
+            });
+        }
+        _ => {}
     }
     // A value the test cannot decide on: it counts as whatever fails its check.
-    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous))
+    let broken = matches!(result, Err(Stop::WrongShape(_) | Stop::Ambiguous(_)))
         || (mistyped && result == Err(Stop::Rejected));
     if S::EXPLAIN {
         let concrete = path.map(|p| concrete_path(p, &trail));

@@ -44,11 +44,12 @@ pub(super) fn test_message<'r, J: Json<'r>>(
     match result {
         Err(Stop::Missing) => return "the value is absent".to_owned(),
         Err(Stop::WrongShape(why)) => return format!("cannot follow the path: {why}"),
-        Err(Stop::Ambiguous) => {
-            return "the query parameter is given more than once".to_owned();
-        }
+        Err(Stop::Ambiguous(why)) => return why.describe().to_owned(),
         Err(Stop::TooLong(n)) => return format!("array of {n} elements is too long to scan"),
         Err(Stop::NullIdentity) => return "the agent identity is null".to_owned(),
+        Err(Stop::CaseVariant) => {
+            return "a member's name differs only by case from the one read".to_owned();
+        }
         Ok(()) | Err(Stop::Rejected) => {}
     }
     let holds = result.is_ok();

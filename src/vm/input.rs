@@ -37,6 +37,10 @@ pub struct Input<'r, J> {
     pub max_array_scan: usize,
     /// The regex work the request has left, shared by every candidate of the decision.
     pub regex_budget: &'r RegexBudget,
+    /// A member the program reads that is absent while the object has a case variant of its
+    /// name stops the evaluation with an error ([`crate::vm::CaseVariant`];
+    /// `Limits::refuse_case_variant_reads`).
+    pub refuse_case_variants: bool,
 }
 
 /// The regex work one request may still take, in byte-states (`Limits::max_regex_work`): each

@@ -127,6 +127,13 @@ pub(crate) fn json_hash<'r, J: Json<'r>>(value: J, state: &impl BuildHasher) -> 
     hasher.finish()
 }
 
+/// A member the policy reads is absent, but the object has a member whose name differs from it
+/// only by case (equal under Unicode simple case folding): an upstream that binds members
+/// case-insensitively reads that member where capgate found none, so the request is refused
+/// (`Limits::refuse_case_variant_reads`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseVariant;
+
 /// One borrowed JSON value the VM can read.
 pub trait Json<'r>: Copy + Debug + 'r {
     /// The iterator of [`Json::elements`].
@@ -258,6 +265,28 @@ pub trait Json<'r>: Copy + Debug + 'r {
     /// True when this is an object with a member named `key`.
     fn has_member(self, key: &str) -> bool {
         self.get(key).is_some()
+    }
+
+    /// An object's member `key` as [`Json::get`] finds it; when there is none and `variants`
+    /// is set, [`CaseVariant`] if a member's name is a case variant of `key`. The usual lookup,
+    /// which finds the member, costs nothing more; a miss walks the members once more.
+    #[inline(always)]
+    fn member(self, key: &str, variants: bool) -> Result<Option<Self>, CaseVariant> {
+        match self.get(key) {
+            Some(value) => Ok(Some(value)),
+            None if variants && self.has_case_variant(key) => Err(CaseVariant),
+            None => Ok(None),
+        }
+    }
+
+    /// True when this is an object with a member whose name is a case variant of `key` (equal
+    /// under Unicode simple case folding, as Go's `strings.EqualFold` compares) without being
+    /// `key`. For a lookup that missed `key`: it walks every member.
+    #[cold]
+    #[inline(never)]
+    fn has_case_variant(self, key: &str) -> bool {
+        self.members()
+            .any(|(name, _)| name != key && crate::fold::fold_eq(&name, key))
     }
 
     /// The value as JSON text for messages, cut to `max` characters.
@@ -401,6 +430,21 @@ impl<'r> Json<'r> for &'r Value {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn has_case_variant(self, key: &str) -> bool {
+        let Value::Object(map) = self else {
+            return false;
+        };
+        if key.is_ascii() {
+            map.keys()
+                .any(|name| name != key && crate::fold::fold_eq_ascii_key(name, key))
+        } else {
+            map.keys()
+                .any(|name| name != key && crate::fold::fold_eq(name, key))
+        }
+    }
+
     #[inline]
     fn len(self) -> usize {
         match self {
@@ -507,6 +551,10 @@ impl<'r> Json<'r> for NodeRef<'r> {
     #[inline]
     fn index(self, position: usize) -> Option<Self> {
         NodeRef::index(self, position)
+    }
+
+    fn has_case_variant(self, key: &str) -> bool {
+        NodeRef::has_case_variant(self, key)
     }
 
     #[inline]
@@ -754,5 +802,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn case_variants_of_a_missed_name_are_found_in_a_value_and_on_a_tape_alike() {
+        // Names raw and escaped, ASCII, KELVIN SIGN, LONG S, and look-alikes that are not
+        // variants; keys ASCII and not.
+        let text = r#"{"Amount":1,"ro\u004ce":2,"\u212aind":3,"s\u017fu":4,"ß":5,"note":6,"é":7}"#;
+        let value: Value = serde_json::from_str(text).unwrap();
+        let mut tape = Tape::new();
+        let doc = tape.parse(text.as_bytes(), 16).unwrap();
+        let fold = crate::fold::fold_char;
+        for key in [
+            "amount", "AMOUNT", "Amount", "role", "kind", "KIND", "ssu", "SSU", "\u{1E9E}", "ss",
+            "notes", "not", "É", "e", "", "x",
+        ] {
+            let expected = value
+                .as_object()
+                .unwrap()
+                .keys()
+                .any(|name| name != key && name.chars().map(fold).eq(key.chars().map(fold)));
+            assert_eq!((&value).has_case_variant(key), expected, "{key}");
+            assert_eq!(Json::has_case_variant(doc.root(), key), expected, "{key}");
+            let found = value.get(key).is_some();
+            let member = (&value).member(key, true);
+            assert_eq!(member.is_err(), !found && expected, "{key}");
+            assert_eq!(
+                doc.root().member(key, true).is_err(),
+                !found && expected,
+                "{key}"
+            );
+            assert!((&value).member(key, false).is_ok());
+        }
+        // Not an object: no members, no variants.
+        assert!(!(&json!(["amount"])).has_case_variant("Amount"));
+        assert!(!Json::has_case_variant(crate::tape::null(), "a"));
     }
 }

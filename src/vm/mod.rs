@@ -29,4 +29,4 @@ pub use exec::{
     undecidable_tests_decide,
 };
 pub use input::{Input, RegexBudget, RegexWorkExceeded};
-pub use json::Json;
+pub use json::{CaseVariant, Json};

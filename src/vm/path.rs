@@ -112,12 +112,43 @@ pub enum Stop {
     Missing,
     /// A step met a value of the wrong type at the trail.
     WrongShape(&'static str),
-    /// A query parameter is given more than once.
-    Ambiguous,
+    /// A query parameter cannot be read as one value, for the reason held.
+    Ambiguous(QueryAmbiguity),
     /// A `[*]` met an array longer than the scan limit.
     TooLong(usize),
     /// An `actorBinding`'s agent identity is `null`: there is no identity to bind.
     NullIdentity,
+    /// A member on the path is absent but the object has a case variant of its name
+    /// ([`crate::vm::CaseVariant`]): the request is refused.
+    CaseVariant,
+}
+
+/// Why a query parameter has no one value a test can decide on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryAmbiguity {
+    /// [`QueryValue::Repeated`]: given more than once, under equivalent names.
+    Repeated,
+    /// [`QueryValue::Variant`]: given only under another spelling of the name.
+    Variant,
+    /// [`QueryValue::DoubleEncoded`]: its value decodes to another escape.
+    DoubleEncoded,
+}
+
+impl QueryAmbiguity {
+    /// The one-line reason for deny messages and traces.
+    pub fn describe(self) -> &'static str {
+        match self {
+            QueryAmbiguity::Repeated => {
+                "the query parameter is given more than once (names compared ignoring case and a `[…]` suffix)"
+            }
+            QueryAmbiguity::Variant => {
+                "the query parameter is given only under another spelling of its name (case or a `[…]` suffix), which a server may read as this one"
+            }
+            QueryAmbiguity::DoubleEncoded => {
+                "the query parameter's value percent-decodes to another escape (double encoding)"
+            }
+        }
+    }
 }
 
 /// Records the concrete path of the value being visited; keys are borrowed from the compiled
@@ -217,8 +248,11 @@ pub fn visit<'r, 's, J: Json<'r>, T: Trail<'s>>(
             walk(
                 document,
                 segments,
-                optional,
-                input.max_array_scan,
+                Walk {
+                    optional,
+                    max_array_scan: input.max_array_scan,
+                    variants: input.refuse_case_variants,
+                },
                 trail,
                 predicate,
             )
@@ -227,7 +261,9 @@ pub fn visit<'r, 's, J: Json<'r>, T: Trail<'s>>(
         PathAccess::Query { name } => match input.resource.query(name) {
             QueryValue::Absent => string(None, predicate),
             QueryValue::One(value) => string(Some(&value), predicate),
-            QueryValue::Repeated => Err(Stop::Ambiguous),
+            QueryValue::Repeated => Err(Stop::Ambiguous(QueryAmbiguity::Repeated)),
+            QueryValue::Variant(_) => Err(Stop::Ambiguous(QueryAmbiguity::Variant)),
+            QueryValue::DoubleEncoded => Err(Stop::Ambiguous(QueryAmbiguity::DoubleEncoded)),
         },
         PathAccess::RequestSkill => string(Some(input.skill), predicate),
         PathAccess::RequestOperation => string(Some(input.operation), predicate),
@@ -243,22 +279,42 @@ enum Reached<'s, J> {
     Absent,
 }
 
+/// How a path is walked: what the constraint and the limits say.
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    /// An absent member or element holds (the constraint is `optional`).
+    optional: bool,
+    /// The longest array a `[*]` may scan.
+    max_array_scan: usize,
+    /// An absent member whose name has a case variant in its object stops the walk
+    /// ([`Stop::CaseVariant`]).
+    variants: bool,
+}
+
 /// Follows the key and index segments at the start of `segments` from `value`, pushing each on
 /// `trail` and counting them in `pushed`; stops at the end or at a `[*]`.
 #[inline(always)]
 fn follow<'r, 's, J: Json<'r>, T: Trail<'s>>(
     mut value: J,
     mut segments: &'s [Segment],
-    optional: bool,
+    how: Walk,
     trail: &mut T,
     pushed: &mut usize,
 ) -> Result<Reached<'s, J>, Stop> {
+    let optional = how.optional;
     loop {
         let child = match (segments.split_first(), value.kind()) {
             (None | Some((Segment::Wildcard, _)), _) => return Ok(Reached::Value(value, segments)),
             (Some((Segment::Key(key), _)), JsonKind::Object) => {
                 trail.push(ConcreteStep::Key(key));
-                value.get(key)
+                match value.get(key) {
+                    Some(child) => Some(child),
+                    // Only a miss asks: a member found costs nothing more.
+                    None if how.variants && value.has_case_variant(key) => {
+                        return Err(Stop::CaseVariant);
+                    }
+                    None => None,
+                }
             }
             (Some((Segment::Index(index), _)), JsonKind::Array) => {
                 let position = usize::try_from(*index).unwrap_or(usize::MAX);
@@ -290,13 +346,12 @@ fn follow<'r, 's, J: Json<'r>, T: Trail<'s>>(
 fn walk<'r, 's, J: Json<'r>, T: Trail<'s>>(
     value: J,
     segments: &'s [Segment],
-    optional: bool,
-    max_array_scan: usize,
+    how: Walk,
     trail: &mut T,
     predicate: &mut impl FnMut(Leaf<'_, J>) -> bool,
 ) -> Result<(), Stop> {
     let mut pushed = 0usize;
-    match follow(value, segments, optional, trail, &mut pushed)? {
+    match follow(value, segments, how, trail, &mut pushed)? {
         Reached::Absent => {}
         Reached::Value(value, []) => {
             if !predicate(Leaf::Json(value)) {
@@ -309,19 +364,17 @@ fn walk<'r, 's, J: Json<'r>, T: Trail<'s>>(
                 return Err(Stop::WrongShape(expected_shape("an array", value.kind())));
             }
             let length = value.len();
-            if length > max_array_scan {
+            if length > how.max_array_scan {
                 return Err(Stop::TooLong(length));
             }
             let nested = rest.iter().any(|s| matches!(s, Segment::Wildcard));
             for (position, child) in value.elements().enumerate() {
                 trail.push(ConcreteStep::Index(position));
                 if nested {
-                    walk(child, rest, optional, max_array_scan, trail, predicate)?;
+                    walk(child, rest, how, trail, predicate)?;
                 } else {
                     let mut inner = 0usize;
-                    if let Reached::Value(leaf, _) =
-                        follow(child, rest, optional, trail, &mut inner)?
-                    {
+                    if let Reached::Value(leaf, _) = follow(child, rest, how, trail, &mut inner)? {
                         if !predicate(Leaf::Json(leaf)) {
                             return Err(Stop::Rejected);
                         }
@@ -401,7 +454,12 @@ pub fn with_single<'r, J: Json<'r>, R>(
             if value.is_null() && !segments.is_empty() {
                 return f(Err(Stop::Missing));
             }
-            match follow(value, segments, false, &mut NoTrail, &mut 0) {
+            let how = Walk {
+                optional: false,
+                max_array_scan: input.max_array_scan,
+                variants: input.refuse_case_variants,
+            };
+            match follow(value, segments, how, &mut NoTrail, &mut 0) {
                 Ok(Reached::Value(leaf, [])) => f(Ok(Leaf::Json(leaf))),
                 // Paths read here have no `[*]` (the compiler's choice); one would be a shape
                 // error, as it always was.
@@ -421,7 +479,9 @@ pub fn with_single<'r, J: Json<'r>, R>(
         PathAccess::Query { name } => match input.resource.query(name) {
             QueryValue::One(value) => f(Ok(Leaf::Str(&value))),
             QueryValue::Absent => f(Err(Stop::Missing)),
-            QueryValue::Repeated => f(Err(Stop::Ambiguous)),
+            QueryValue::Repeated => f(Err(Stop::Ambiguous(QueryAmbiguity::Repeated))),
+            QueryValue::Variant(_) => f(Err(Stop::Ambiguous(QueryAmbiguity::Variant))),
+            QueryValue::DoubleEncoded => f(Err(Stop::Ambiguous(QueryAmbiguity::DoubleEncoded))),
         },
         PathAccess::RequestSkill => f(Ok(Leaf::Str(input.skill))),
         PathAccess::RequestOperation => f(Ok(Leaf::Str(input.operation))),
@@ -453,7 +513,12 @@ mod tests {
     ) -> (Result<(), Stop>, Vec<Segment>, Vec<String>) {
         let mut trail = SegmentTrail::default();
         let mut seen = Vec::new();
-        let result = walk(value, segments, optional, 100, &mut trail, &mut |leaf| {
+        let how = super::Walk {
+            optional,
+            max_array_scan: 100,
+            variants: true,
+        };
+        let result = walk(value, segments, how, &mut trail, &mut |leaf| {
             leaf.with_str(|s| {
                 seen.push(s.unwrap_or("<not a string>").to_owned());
                 s != Some(bad)

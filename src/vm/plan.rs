@@ -110,7 +110,9 @@ fn answer<'r, J: Json<'r>>(
         Shape::FlatSchema { flat } => match *op {
             Op::Schema { schema } => {
                 match (plan.flat_schema(flat), lookup(&program.schemas, schema)) {
-                    (Some(flat), Some(schema)) => flat_answer(flat, schema, input.payload),
+                    (Some(flat), Some(schema)) => {
+                        flat_answer(flat, schema, input.payload, input.refuse_case_variants)
+                    }
                     _ => Answer::Unsure,
                 }
             }
@@ -118,13 +120,16 @@ fn answer<'r, J: Json<'r>>(
         },
         Shape::Schema => match *op {
             Op::Schema { schema } => match lookup(&program.schemas, schema) {
-                // A limit is the program's to report.
-                Some(schema) => {
-                    match super::schema::validate(schema, input.payload, input.regex_budget) {
-                        Ok(holds) => holds.into(),
-                        Err(_) => Answer::Unsure,
-                    }
-                }
+                // A limit or a case variant is the program's to report.
+                Some(schema) => match super::schema::validate(
+                    schema,
+                    input.payload,
+                    input.regex_budget,
+                    input.refuse_case_variants,
+                ) {
+                    Ok(valid) => valid.into(),
+                    Err(_) => Answer::Unsure,
+                },
                 None => Answer::Unsure,
             },
             _ => Answer::Unsure,
@@ -257,11 +262,17 @@ fn each_keys<'r, J: Json<'r>>(
 }
 
 /// For an object `instance` within `schema`'s limits, whether it is valid against `flat`, the
-/// flat form of `schema`: what `crate::vm::schema::is_valid` answers for it, which costs one
+/// flat form of `schema`: what `crate::vm::schema::validate` answers for it, which costs one
 /// step for the root and one per property present, at depth 1 below the root. `Unsure` for
-/// anything else.
+/// anything else, and (with `variants`) when a name it reads is absent and has a case variant
+/// in the instance: the program says so.
 #[inline]
-fn flat_answer<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, instance: J) -> Answer {
+fn flat_answer<'r, J: Json<'r>>(
+    flat: &FlatSchema,
+    schema: &SchemaProgram,
+    instance: J,
+    variants: bool,
+) -> Answer {
     let steps = u64::try_from(flat.properties.len()).unwrap_or(u64::MAX);
     if schema.depth_limit() < 2
         || schema.step_limit() <= steps
@@ -269,17 +280,31 @@ fn flat_answer<'r, J: Json<'r>>(flat: &FlatSchema, schema: &SchemaProgram, insta
     {
         return Answer::Unsure;
     }
-    let valid = flat
-        .required_only
-        .iter()
-        .all(|name| instance.get(name).is_some())
-        && flat.properties.iter().all(|(name, property, required)| {
-            match (instance.get(name), property) {
-                (None, _) => !required,
-                (Some(_), FlatProperty::Always) => true,
-                (Some(_), FlatProperty::Never) => false,
-                (Some(value), FlatProperty::Leaf(leaf)) => leaf_holds(leaf, value),
-            }
-        });
+    let mut unsure = false;
+    let mut get = |name: &str| match instance.member(name, variants) {
+        Ok(member) => member,
+        Err(_) => {
+            unsure = true;
+            None
+        }
+    };
+    // Every name is read, even after one fails: the program reads `required` in its own order,
+    // so a failure here must not hide a case variant of a name it reads first. (A valid
+    // instance reads them all anyway.)
+    let mut valid = true;
+    for name in &flat.required_only {
+        valid &= get(name).is_some();
+    }
+    for (name, property, required) in &flat.properties {
+        valid &= match (get(name), property) {
+            (None, _) => !required,
+            (Some(_), FlatProperty::Always) => true,
+            (Some(_), FlatProperty::Never) => false,
+            (Some(value), FlatProperty::Leaf(leaf)) => leaf_holds(leaf, value),
+        };
+    }
+    if unsure {
+        return Answer::Unsure;
+    }
     valid.into()
 }

@@ -22,7 +22,7 @@ use std::cmp::Ordering;
 use serde_json::{Number, Value};
 
 use super::input::RegexBudget;
-use super::json::{BYTES_PER_STEP, Json, JsonKind, json_hash};
+use super::json::{BYTES_PER_STEP, CaseVariant, Json, JsonKind, json_hash};
 
 use crate::bytecode::schema::{
     Decimal, Leaf, SchemaNode, SchemaNodeId, SchemaObject, SchemaPattern, SchemaProgram,
@@ -96,40 +96,70 @@ impl std::fmt::Display for SchemaLimit {
     }
 }
 
-impl SchemaLimit {
-    fn of(abort: Abort, program: &SchemaProgram) -> SchemaLimit {
-        match abort {
+/// Why [`validate`] refused the instance instead of answering: the engine refuses the request
+/// (reason `input`), under `not` and `any` too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Validation stopped at a limit.
+    Limit(SchemaLimit),
+    /// A name the schema reads is absent and the object has a case variant of it
+    /// (`Limits::refuse_case_variant_reads`).
+    CaseVariant(CaseVariant),
+}
+
+impl Refused {
+    fn of(abort: Abort, program: &SchemaProgram) -> Refused {
+        Refused::Limit(match abort {
             Abort::Depth => SchemaLimit::Depth(program.depth_limit()),
             Abort::Steps => SchemaLimit::Steps(program.step_limit()),
             Abort::RegexWork(limit) => SchemaLimit::RegexWork(limit),
             Abort::BrokenProgram => SchemaLimit::BrokenProgram,
+            Abort::CaseVariant => return Refused::CaseVariant(CaseVariant),
+        })
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Limit(limit) => limit.fmt(f),
+            Refused::CaseVariant(CaseVariant) => {
+                f.write_str("a member's name differs only by case from one the schema reads")
+            }
         }
     }
 }
 
-/// Whether `instance` validates against `program`, or the limit that stopped validation first;
-/// its `pattern` and `patternProperties` matches are paid from `regex_budget`. Allocation-free
-/// when it validates (up to `uniqueItems` over more than 16 items).
+/// Whether `instance` validates against `program`, or why validation stopped first: a limit,
+/// or — with `refuse_case_variants` — a [`CaseVariant`], when a name `properties`, `required` or
+/// `dependentRequired` reads is absent from an object that has a case variant of it, or a
+/// member matched by no property is a case variant of one (an upstream that binds members
+/// case-insensitively reads it as that property). Its `pattern` and `patternProperties` matches
+/// are paid from `regex_budget`. Allocation-free when it validates (up to `uniqueItems` over
+/// more than 16 items).
 pub fn validate<'r, J: Json<'r>>(
     program: &SchemaProgram,
     instance: J,
     regex_budget: &RegexBudget,
-) -> Result<bool, SchemaLimit> {
+    refuse_case_variants: bool,
+) -> Result<bool, Refused> {
     let mut eval = Eval {
         program,
         steps_left: program.step_limit(),
         regex_budget,
         report: Quiet,
+        variants: refuse_case_variants,
     };
     eval.node(program.root(), Instance::Value(instance), 0)
-        .map_err(|abort| SchemaLimit::of(abort, program))
+        .map_err(|abort| Refused::of(abort, program))
 }
 
-/// True when `instance` validates against `program`, regex work unbounded; a limit reached
-/// makes it invalid (fail closed). Allocation-free when it validates.
+/// True when `instance` validates against `program`, regex work unbounded and case variants
+/// not looked for; a limit reached makes it invalid (fail closed). Allocation-free when it
+/// validates.
 pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
     matches!(
-        validate(program, instance, &RegexBudget::unlimited()),
+        validate(program, instance, &RegexBudget::unlimited(), false),
         Ok(true)
     )
 }
@@ -145,6 +175,7 @@ pub fn first_violation<'r, J: Json<'r>>(
         steps_left: program.step_limit(),
         regex_budget: &regex_budget,
         report: Explain::default(),
+        variants: false,
     };
     match eval.node(program.root(), Instance::Value(instance), 0) {
         Ok(true) => None,
@@ -157,12 +188,12 @@ pub fn first_violation<'r, J: Json<'r>>(
             // The path is left where the abort happened: `?` skips the `leave`s.
             instance_path: eval.report.path,
             keyword: "limits",
-            message: SchemaLimit::of(abort, program).to_string(),
+            message: Refused::of(abort, program).to_string(),
         }),
     }
 }
 
-/// Validation stopped before reaching an answer; the instance counts as invalid.
+/// Validation stopped before reaching an answer ([`Refused`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Abort {
     Depth,
@@ -171,6 +202,8 @@ enum Abort {
     RegexWork(u64),
     /// A node id outside the arena: an internal invariant broke (never expected).
     BrokenProgram,
+    /// A name the schema reads has a case variant in the instance ([`validate`]).
+    CaseVariant,
 }
 
 type Outcome = Result<bool, Abort>;
@@ -183,11 +216,13 @@ type Outcome = Result<bool, Abort>;
 /// allowed while the same request pre-parsed was denied for running out of steps). So every
 /// member is checked: a failure or a depth abort is remembered, and only running out of steps
 /// stops the loop, which happens exactly when the members' steps together exceed what is left,
-/// in any order. A depth abort outranks a failure, so the outcome is the same in any order too.
+/// in any order. A case variant outranks a depth abort, and a depth abort a failure, so the
+/// outcome is the same in any order too.
 #[derive(Debug, Default)]
 struct EveryMember {
     failed: bool,
     too_deep: bool,
+    case_variant: bool,
 }
 
 impl EveryMember {
@@ -196,14 +231,19 @@ impl EveryMember {
         match outcome {
             Ok(valid) => self.failed |= !valid,
             Err(Abort::Depth) => self.too_deep = true,
-            Err(abort) => return Err(abort),
+            Err(Abort::CaseVariant) => self.case_variant = true,
+            Err(abort @ (Abort::Steps | Abort::RegexWork(_) | Abort::BrokenProgram)) => {
+                return Err(abort);
+            }
         }
         Ok(())
     }
 
     /// Whether every member held.
     fn outcome(&self) -> Outcome {
-        if self.too_deep {
+        if self.case_variant {
+            Err(Abort::CaseVariant)
+        } else if self.too_deep {
             Err(Abort::Depth)
         } else {
             Ok(!self.failed)
@@ -408,6 +448,8 @@ struct Eval<'p, R> {
     /// The request's regex work, which `pattern` and `patternProperties` matches are paid from.
     regex_budget: &'p RegexBudget,
     report: R,
+    /// Case variants of the names read abort validation ([`validate`]).
+    variants: bool,
 }
 
 /// Fails the current keyword: records a lazily built message and returns `Ok(false)`.
@@ -443,6 +485,15 @@ impl<R: Report> Eval<'_, R> {
         self.charge(1)
     }
 
+    /// The member `name` of object `members`; [`Abort::CaseVariant`] when it is absent and a
+    /// member's name is a case variant of it (and variants are refused).
+    #[inline]
+    fn lookup<'r, J: Json<'r>>(&self, members: J, name: &str) -> Result<Option<J>, Abort> {
+        members
+            .member(name, self.variants)
+            .map_err(|CaseVariant| Abort::CaseVariant)
+    }
+
     /// Spends `steps` steps: work that grows with the instance (text scanned, items compared)
     /// costs in proportion, so the budget bounds the time a decision takes, not only the number
     /// of schema nodes it visits.
@@ -472,6 +523,7 @@ impl<R: Report> Eval<'_, R> {
             steps_left: self.steps_left,
             regex_budget: self.regex_budget,
             report: Quiet,
+            variants: self.variants,
         };
         let outcome = quiet.node(id, instance, depth);
         self.steps_left = quiet.steps_left;
@@ -865,7 +917,7 @@ impl<R: Report> Eval<'_, R> {
             .iter()
             .zip(&schema.shape.required_properties)
         {
-            let member = members.get(name);
+            let member = self.lookup(members, name)?;
             if let Some(slot) = property.and_then(|i| cached.get_mut(i)) {
                 *slot = Some(member);
             }
@@ -897,11 +949,12 @@ impl<R: Report> Eval<'_, R> {
             );
         }
         for (name, dependents) in &schema.dependent_required {
-            if members.has_member(name) {
+            if self.lookup(members, name)?.is_some() {
                 for dependent in dependents {
+                    let present = self.lookup(members, dependent)?.is_some();
                     ensure!(
                         self,
-                        members.has_member(dependent),
+                        present,
                         "dependentRequired",
                         "missing property `{}`, required when `{}` is present",
                         truncate_str(dependent, QUOTE_LIMIT),
@@ -945,7 +998,7 @@ impl<R: Report> Eval<'_, R> {
             for (index, (name, id)) in schema.properties.iter().enumerate() {
                 let member = match cached.get(index).copied().flatten() {
                     Some(member) => member,
-                    None => members.get(name),
+                    None => self.lookup(members, name)?,
                 };
                 if let Some(value) = member {
                     require!(self.descend("properties", *id, Step::Key(name), value, depth));
@@ -983,6 +1036,9 @@ impl<R: Report> Eval<'_, R> {
         if let Some(id) = schema.property(name) {
             matched = true;
             require!(self.descend("properties", id, Step::Key(name), value, depth));
+        } else if self.variants && schema.has_case_variant_property(name) {
+            // Not a property here, but one to an upstream that reads names case-insensitively.
+            return Err(Abort::CaseVariant);
         }
         for (pattern, id) in &schema.pattern_properties {
             self.charge(1 + text_steps(name))?;

@@ -18,7 +18,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use capgate::tape::{Doc, Kind, NodeRef, Tape};
+use capgate::tape::{Doc, Kind, NodeRef, Repeats, Tape};
 use capgate::{Engine, Limits, PolicyFormat, PolicyLoader, Request, Verdict};
 use serde_json::Value;
 
@@ -27,6 +27,10 @@ use crate::harness::{self, Row, Stage};
 
 /// Calls per loop.
 const CALLS: u32 = 300_000;
+
+/// The keys a default engine's parse refuses as one key given twice (`Engine::repeats`): a
+/// document for `check_doc` parsed so is not parsed again.
+const REPEATS: Repeats = Repeats::CaseFolded;
 
 /// Nanoseconds per call of `f`, over `CALLS` calls.
 fn time(mut f: impl FnMut()) -> f64 {
@@ -54,7 +58,7 @@ fn slim(bytes: &[u8]) -> Vec<u8> {
 /// [`capgate::tape::NodeRef::get`], as the engine's request view does not (it walks the root's
 /// members once).
 fn hand_written_on_tape(tape: &mut Tape, bytes: &[u8], depth: usize) -> bool {
-    let Ok(doc) = tape.parse(bytes, depth) else {
+    let Ok(doc) = tape.parse_with(bytes, depth, REPEATS) else {
         return false;
     };
     let root = doc.root();
@@ -112,7 +116,8 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
     let depth = Limits::DEFAULT.parse_depth();
     let mut tape = Tape::new();
     let mut once = Tape::new();
-    let doc = once.parse(bytes, depth).unwrap();
+    assert_eq!(engine.repeats(), REPEATS);
+    let doc = once.parse_with(bytes, depth, REPEATS).unwrap();
     assert_eq!(engine.check_doc(&doc).decision, Verdict::Allow);
     let slim = slim(bytes);
     let bare = engine_without_constraints();
@@ -128,7 +133,7 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
                     black_box(hand_written_on_tape(&mut tape, black_box(bytes), depth));
                 }
                 "parse" => {
-                    black_box(tape.parse(black_box(bytes), depth).is_ok());
+                    black_box(tape.parse_with(black_box(bytes), depth, REPEATS).is_ok());
                 }
                 other => panic!("PEERS_SPLIT_LOOP={other}: expected engine, bare, hand or parse"),
             }
@@ -150,13 +155,13 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
             black_box(baseline::scan(black_box(bytes)));
         });
         let parse = time(|| {
-            black_box(tape.parse(black_box(bytes), depth).is_ok());
+            black_box(tape.parse_with(black_box(bytes), depth, REPEATS).is_ok());
         });
         let decide = time(|| {
             black_box(engine.check_doc(black_box(&doc)));
         });
         let both = time(|| {
-            if let Ok(doc) = tape.parse(black_box(bytes), depth) {
+            if let Ok(doc) = tape.parse_with(black_box(bytes), depth, REPEATS) {
                 black_box(engine.check_doc(&doc));
             }
         });
@@ -173,7 +178,7 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
             black_box(bare.check_doc(black_box(&doc)));
         });
         let without_both = time(|| {
-            if let Ok(doc) = tape.parse(black_box(bytes), depth) {
+            if let Ok(doc) = tape.parse_with(black_box(bytes), depth, REPEATS) {
                 black_box(bare.check_doc(&doc));
             }
         });
@@ -225,7 +230,9 @@ fn paired(
             baseline::scan(black_box(bytes))
         }),
         loop_row("Tape::parse alone", false, move || {
-            parse_tape.parse(black_box(bytes), depth).is_ok()
+            parse_tape
+                .parse_with(black_box(bytes), depth, REPEATS)
+                .is_ok()
         }),
         loop_row(
             "check_doc on a parsed tape",
@@ -269,7 +276,7 @@ fn decides_doc<'a>(engine: &'a Engine, doc: &'a Doc<'_>) -> impl FnMut() -> bool
 fn parse_then<'a>(engine: &'a Engine, bytes: &'a [u8], depth: usize) -> impl FnMut() -> bool + 'a {
     let mut tape = Tape::new();
     move || {
-        tape.parse(black_box(bytes), depth)
+        tape.parse_with(black_box(bytes), depth, REPEATS)
             .is_ok_and(|doc| engine.check_doc(&doc).decision == Verdict::Allow)
     }
 }

@@ -205,6 +205,31 @@ fn anchoring_refuses_a_source_that_is_not_a_regex_on_its_own() {
     }
 }
 
+/// A verbose-mode comment that runs to the end of the source ends before the anchoring `)$`
+/// (regression: `(?x)a # c` was refused as "unclosed group", the comment having swallowed the
+/// group's close).
+#[test]
+fn verbose_regex_comments_are_not_an_unclosed_group() {
+    for (source, text, whole) in [
+        ("(?x)a # c", "a", true),
+        ("(?x)a # c", "ab", false),
+        ("(?x)a # c", "a # c", false),
+        ("(?x) a b #", "ab", true),
+        ("(?x)a|b # either", "b", true),
+        ("(?x)a|b # either", "ba", false),
+        (
+            "(?x:a)b # not a comment: x is off",
+            "ab # not a comment: x is off",
+            true,
+        ),
+        ("a\\# c", "a# c", true),
+    ] {
+        let anchored = Matcher::anchored(source).unwrap_or_else(|e| panic!("{source:?}: {e}"));
+        let matcher = Matcher::build(&anchored, false, 1 << 20).unwrap();
+        assert_eq!(matcher.is_match(text), whole, "{source:?} on {text:?}");
+    }
+}
+
 #[test]
 fn a_cache_builds_each_pattern_flag_and_limit_once_and_answers_as_a_fresh_build() {
     let mut cache = MatcherCache::default();

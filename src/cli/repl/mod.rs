@@ -13,16 +13,18 @@ mod state;
 mod style;
 mod vocabulary;
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 use rustyline::error::ReadlineError;
 use rustyline::{Config, Editor};
 
+use capgate::Limits;
 use capgate::authoring::line_depth;
+use capgate::bounded::{ByteLimit, Line, LineReader, ReadError};
 
-use self::editor::ReplHelper;
+use self::editor::{Block, CONTINUATION, ReplHelper};
 use self::state::{Flow, Repl};
 use self::style::Style;
 use self::vocabulary::Vocabulary;
@@ -66,23 +68,32 @@ pub fn run(args: ReplArgs) -> u8 {
     }
 }
 
-/// Reads standard input line by line, without prompts.
+/// Reads standard input line by line, without prompts. A line, and a block of lines, is held
+/// to `Limits::max_session_line_bytes` as a session line is: a longer one is an error, and no
+/// more of it than the limit is held.
 fn scripted(repl: &mut Repl) -> u8 {
-    let mut stdin = std::io::stdin().lock();
+    let limit = ByteLimit::session_line(&Limits::DEFAULT);
+    let mut lines = LineReader::new(std::io::stdin().lock(), limit.bytes);
+    let too_large = |what: &str| ReadError::TooLarge {
+        what: what.to_owned(),
+        limit,
+    };
     let mut pending = String::new();
     let mut depth: i64 = 0;
-    let mut raw = Vec::new();
     loop {
-        raw.clear();
-        match stdin.read_until(b'\n', &mut raw) {
-            Ok(0) => break,
-            Ok(_) => {}
+        let raw = match lines.next_line() {
+            Ok(None) => break,
+            Ok(Some(Line::Complete(raw))) => raw,
+            Ok(Some(Line::TooLong)) => {
+                eprintln!("error: {}", too_large("the line"));
+                continue;
+            }
             Err(e) => {
                 eprintln!("error: cannot read standard input: {e}");
                 break;
             }
-        }
-        let line = match std::str::from_utf8(&raw) {
+        };
+        let line = match std::str::from_utf8(raw) {
             Ok(line) => line.trim_end_matches(['\n', '\r']),
             Err(e) => {
                 eprintln!(
@@ -98,6 +109,14 @@ fn scripted(repl: &mut Repl) -> u8 {
             let unfinished = std::mem::take(&mut pending);
             depth = 0;
             repl.handle(&unfinished);
+        }
+        let joined = pending.len() + usize::from(!pending.is_empty()) + line.len();
+        if joined > limit.bytes {
+            // The block is dropped, and what follows of it read as new input.
+            eprintln!("error: {}", too_large("the input"));
+            pending.clear();
+            depth = 0;
+            continue;
         }
         if !pending.is_empty() {
             pending.push('\n');
@@ -139,10 +158,8 @@ fn history_path() -> Option<PathBuf> {
 
 /// Edits input on a terminal with history, completion and multi-line blocks.
 fn interactive(repl: &mut Repl, vocabulary: Vocabulary, style: Style) -> u8 {
-    let config = Config::builder()
-        .auto_add_history(true)
-        .history_ignore_space(true)
-        .build();
+    // Each complete input (a whole block) is one history entry, added below.
+    let config = Config::builder().history_ignore_space(true).build();
     let mut editor: Editor<ReplHelper, _> = match Editor::with_config(config) {
         Ok(editor) => editor,
         Err(e) => {
@@ -157,16 +174,31 @@ fn interactive(repl: &mut Repl, vocabulary: Vocabulary, style: Style) -> u8 {
         // A missing or unreadable history is not an error.
         let _ = editor.load_history(path);
     }
-    loop {
-        match editor.readline(PROMPT) {
-            Ok(input) => {
-                if repl.handle(&input) == Flow::Quit {
-                    break;
+    let mut block = Block::default();
+    'read: loop {
+        let prompt = if block.is_open() {
+            CONTINUATION
+        } else {
+            PROMPT
+        };
+        match editor.readline(prompt) {
+            Ok(line) => {
+                for input in block.push(&line) {
+                    let _ = editor.add_history_entry(input.as_str());
+                    if repl.handle(&input) == Flow::Quit {
+                        break 'read;
+                    }
                 }
             }
-            // Ctrl-C abandons the input being typed, as in a shell.
-            Err(ReadlineError::Interrupted) => {}
-            Err(ReadlineError::Eof) => break,
+            // Ctrl-C abandons the input being typed, an open block included, as in a shell.
+            Err(ReadlineError::Interrupted) => block.abandon(),
+            Err(ReadlineError::Eof) => {
+                // End of input inside an open block: report it rather than drop it silently.
+                if let Some(unfinished) = block.take() {
+                    repl.handle(&unfinished);
+                }
+                break;
+            }
             Err(e) => {
                 eprintln!("error: cannot read input: {e}");
                 break;

@@ -15,7 +15,7 @@ use capgate::authoring::{
 };
 use capgate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use capgate::span::SourceMap;
-use capgate::value::truncate_for_message;
+use capgate::value::{escape_controls, escape_controls_in_lines, truncate_for_message};
 use capgate::{
     Clock, Decision, Diagnostic, Engine, InMemoryStore, Limits, LoadedPolicy, PolicyFormat,
     PolicyLoader, Request, SimulatedClock, parse_strict_json,
@@ -132,8 +132,8 @@ impl Repl {
     pub fn new(style: Style, vocabulary: Vocabulary, now: DateTime<Utc>) -> Self {
         let limits = Limits::DEFAULT;
         let clock = Arc::new(SimulatedClock::new(now.trunc_subsecs(0)));
+        // `limits` is `Limits::DEFAULT`, the builder's own.
         let engine = Engine::builder(empty_policy())
-            .limits(limits)
             .clock(clock.clone())
             .state(Arc::new(InMemoryStore::new()))
             .build();
@@ -156,7 +156,7 @@ impl Repl {
     }
 
     fn error(&self, message: &str) {
-        eprintln!("{} {message}", self.style.error("error:"));
+        eprintln!("{} {}", self.style.error("error:"), shown(message));
     }
 
     /// Handles one complete input.
@@ -306,7 +306,7 @@ impl Repl {
                     if self.typed_skills.iter().any(|t| t.name == skill.name) {
                         outln!(
                             "note: skill `{}` from the files replaces the one typed here",
-                            skill.name
+                            shown(&skill.name)
                         );
                     }
                 }
@@ -361,7 +361,7 @@ impl Repl {
             outln!(
                 "{} skill `{}` ({} capabilit{})",
                 if replaced { "replaced" } else { "added" },
-                skill.name,
+                shown(&skill.name),
                 skill.capabilities.len(),
                 if skill.capabilities.len() == 1 {
                     "y"
@@ -395,22 +395,24 @@ impl Repl {
             };
             outln!(
                 "{} {} {}",
-                self.style.heading(&format!("skill `{}`", skill.name)),
-                skill.version,
-                self.style.dim(&format!("({origin})"))
+                self.style
+                    .heading(&format!("skill `{}`", shown(&skill.name))),
+                shown(&skill.version),
+                self.style.dim(&format!("({})", shown(&origin)))
             );
             for capability in &skill.capabilities {
+                let operations = capability
+                    .operations
+                    .iter()
+                    .map(|o| &**o)
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 outln!(
                     "  capability `{}`: {} {} [{}], lifetime {}",
-                    capability.name,
+                    shown(&capability.name),
                     capability.resource.kind().name(),
-                    capability.resource.locator(),
-                    capability
-                        .operations
-                        .iter()
-                        .map(|o| &**o)
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    shown(capability.resource.locator()),
+                    shown(&operations),
                     lifetime_text(capability.lifetime)
                 );
             }
@@ -435,9 +437,9 @@ impl Repl {
         };
         outln!(
             "capability `{}`: {} {}",
-            capability.name,
+            shown(&capability.name),
             capability.resource.kind().name(),
-            capability.resource.locator()
+            shown(capability.resource.locator())
         );
         out!(
             "{}",
@@ -448,7 +450,10 @@ impl Repl {
             capgate::bytecode::disasm::disassemble_plan(capability.program.plan())
         );
         for limit in &capability.rate_limits {
-            outln!("  then  rateLimit {}", limit.summary);
+            outln!(
+                "  then  rateLimit {}",
+                shown(&crate::cli::disasm::rate_limit(capability, limit))
+            );
         }
     }
 
@@ -467,7 +472,7 @@ impl Repl {
         if text.is_empty() {
             let current = self.slot(which).and_then(|v| v.clone());
             match current {
-                Some(value) => outln!("{which} {value}"),
+                Some(value) => outln!("{which} {}", truncate_for_message(&value, ECHO_CHARS)),
                 None => outln!("{which} is not set"),
             }
             return;
@@ -486,7 +491,7 @@ impl Repl {
             ));
             return;
         }
-        outln!("{which} {value}");
+        outln!("{which} {}", truncate_for_message(&value, ECHO_CHARS));
         if let Some(slot) = self.slot(which) {
             *slot = Some(value);
         }
@@ -554,7 +559,7 @@ impl Repl {
             self.engine.end_transaction(tx)
         };
         match result {
-            Ok(()) => outln!("{verb} transaction `{tx}`"),
+            Ok(()) => outln!("{verb} transaction `{}`", shown(tx)),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -574,7 +579,8 @@ impl Repl {
         {
             Ok(token) => {
                 let scope = transaction.map_or_else(String::new, |tx| format!(" in `{tx}`"));
-                outln!("grant `{token}` for `{skill}`/`{capability}`{scope}");
+                let line = format!("grant `{token}` for `{skill}`/`{capability}`{scope}");
+                outln!("{}", shown(&line));
             }
             Err(e) => self.error(&e.to_string()),
         }
@@ -594,7 +600,7 @@ impl Repl {
             }
         };
         match result {
-            Ok(()) => outln!("revoked {what}"),
+            Ok(()) => outln!("revoked {}", shown(&what)),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -610,7 +616,7 @@ impl Repl {
             return;
         }
         match self.engine.approve(skill) {
-            Ok(()) => outln!("approved skill `{skill}`"),
+            Ok(()) => outln!("approved skill `{}`", shown(skill)),
             Err(e) => self.error(&e.to_string()),
         }
     }
@@ -685,7 +691,11 @@ impl Repl {
                 outln!("{}", self.style.truth(evaluation.holds()));
                 for check in &evaluation.checks {
                     if evaluation.checks.len() > 1 {
-                        outln!("  {} {}", self.style.mark(check.holds), check.summary);
+                        outln!(
+                            "  {} {}",
+                            self.style.mark(check.holds),
+                            shown(&check.summary)
+                        );
                     }
                     for test in &check.tests {
                         print_test(self.style, test, &request, "  ");
@@ -699,6 +709,7 @@ impl Repl {
                 self.error("the constraint does not compile");
             }
             Err(ConstraintError::NotEvaluable(message)) => self.error(&message),
+            Err(ConstraintError::Limits(error)) => self.error(&error.to_string()),
         }
     }
 
@@ -712,9 +723,9 @@ impl Repl {
         };
         outln!(
             "request: {} {} {}",
-            request.skill,
-            request.operation,
-            request.resource
+            shown(&request.skill),
+            shown(&request.operation),
+            shown(&request.resource)
         );
         let traces = self.engine.explain(request);
         if traces.is_empty() {
@@ -727,7 +738,7 @@ impl Repl {
                 "{} {}",
                 self.style.mark(holds),
                 self.style
-                    .heading(&format!("candidate `{}`", trace.capability))
+                    .heading(&format!("candidate `{}`", shown(&trace.capability)))
             );
             let checks = policy
                 .skill(&request.skill)
@@ -742,9 +753,13 @@ impl Repl {
                     .filter(|c| &c.summary == summary)
                     .and_then(|c| c.location.as_ref())
                     .map_or_else(String::new, |l| {
-                        format!("  {}", self.style.dim(&l.to_string()))
+                        format!("  {}", self.style.dim(&shown(&l.to_string())))
                     });
-                outln!("    {} {summary}{location}", self.style.mark(*holds));
+                outln!(
+                    "    {} {}{location}",
+                    self.style.mark(*holds),
+                    shown(summary)
+                );
                 for test in tests {
                     print_test(self.style, test, request, "        ");
                 }
@@ -757,13 +772,22 @@ impl Repl {
                     outln!(
                         "    {} rateLimit {} (stateful: see the decision)",
                         self.style.dim("·"),
-                        limit.summary
+                        shown(&limit.summary)
                     );
                 }
             }
         }
         out!("decision: {}", decision_text(self.style, decision));
     }
+}
+
+/// The most characters of a value echoed back (`:payload {...}` prints what it set).
+const ECHO_CHARS: usize = 200;
+
+/// Policy or request text as the repl prints it: control and bidirectional characters escaped
+/// (`capgate::value::is_hidden`), so what a reviewer sees is what the engine reads.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text)
 }
 
 fn lifetime_text(lifetime: LifetimeSpec) -> String {
@@ -803,7 +827,12 @@ fn print_test(style: Style, test: &capgate::vm::TestReport, request: &Request, i
         },
         None => String::new(),
     };
-    outln!("{indent}{} {path}{}", style.mark(test.holds), test.message);
+    outln!(
+        "{indent}{} {}{}",
+        style.mark(test.holds),
+        shown(&path),
+        shown(&test.message)
+    );
 }
 
 /// Prints diagnostics with the offending source line and a caret under the column. `typed` is
@@ -817,9 +846,9 @@ fn print_diagnostics(
     for diagnostic in diagnostics {
         eprintln!(
             "{}: {} {}",
-            diagnostic.location,
+            shown(&diagnostic.location.to_string()),
             style.error("error:"),
-            diagnostic.message
+            shown(&diagnostic.message)
         );
         let text = match typed {
             Some(text) => Some(text.to_owned()),
@@ -833,12 +862,15 @@ fn print_diagnostics(
             .and_then(|t| t.lines().nth(line.saturating_sub(1)))
             .filter(|_| line > 0)
         {
+            // The caret goes under the column as the escaped line shows it.
             let column = usize::try_from(diagnostic.location.column).unwrap_or(1);
-            eprintln!("  {line:>4} | {source_line}");
-            eprintln!("       | {}^", " ".repeat(column.saturating_sub(1)));
+            let before: String = source_line.chars().take(column.saturating_sub(1)).collect();
+            let indent = shown(&before).chars().count();
+            eprintln!("  {line:>4} | {}", shown(source_line));
+            eprintln!("       | {}^", " ".repeat(indent));
         }
         if let Some(help) = &diagnostic.help {
-            eprintln!("  help: {help}");
+            eprintln!("  help: {}", escape_controls_in_lines(help));
         }
     }
 }

@@ -57,7 +57,7 @@ pub(super) fn write(line: &mut Vec<u8>, record: &AuditRecord<'_>) -> serde_json:
         None => line.extend_from_slice(b"null"),
         Some(revision) => {
             line.push(b'"');
-            line.extend_from_slice(&hex16(revision));
+            line.extend_from_slice(&revision.text());
             line.push(b'"');
         }
     }
@@ -118,21 +118,6 @@ fn optional(line: &mut Vec<u8>, value: Option<&str>) -> serde_json::Result<()> {
             Ok(())
         }
     }
-}
-
-/// `value` as 16 lower-case hex digits (`format!("{value:016x}")`).
-fn hex16(value: u64) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (i, digit) in out.iter_mut().enumerate() {
-        let [.., nibble] = (value >> (60 - 4 * i)).to_be_bytes();
-        let nibble = nibble & 0xf;
-        *digit = if nibble < 10 {
-            b'0' + nibble
-        } else {
-            b'a' + nibble - 10
-        };
-    }
-    out
 }
 
 #[cfg(test)]

@@ -26,8 +26,17 @@ fn bucket(count: u64, per_nanos: u64, burst: u64) -> RateSpec {
 
 /// One commit of one charge, as the store makes it: lock (inserting a new key), record,
 /// release, then sweep for a new key.
+/// A key named by up to 15 bytes (distinct names, distinct keys).
+fn rk(name: &[u8]) -> RateKey {
+    let mut bytes = [0; RateKey::LEN];
+    bytes[0] = u8::try_from(name.len()).unwrap();
+    bytes[1..=name.len()].copy_from_slice(name);
+    RateKey::from_bytes(bytes)
+}
+
 fn admit(table: &RateTable, key: &[u8], spec: &RateSpec, now: i128) -> bool {
-    let hash = table.hash(key);
+    let key = rk(key);
+    let hash = table.hash(&key);
     let rates = [RateCharge { key, spec: *spec }];
     let guard = table.guard();
     let (mut cells, mut slots, mut inserted) = ([None], [None], [false]);
@@ -53,7 +62,8 @@ fn admit(table: &RateTable, key: &[u8], spec: &RateSpec, now: i128) -> bool {
 
 fn admits(table: &RateTable, key: &[u8], spec: &RateSpec, now: i128) -> bool {
     let limit = spec.limit().unwrap();
-    table.admits(table.hash(key), key, &limit, now)
+    let key = rk(key);
+    table.admits(table.hash(&key), &key, &limit, now)
 }
 
 /// A table of one shard: every key is in it.
@@ -390,8 +400,8 @@ fn a_cells_state_fills_a_cache_line_of_its_own() {
         .map(|i| {
             assert!(admit(&table, &key(i), &bucket(1, 1_000, 10), BASE));
             let probe = Probe {
-                hash: table.hash(&key(i)),
-                key: &key(i),
+                hash: table.hash(&rk(&key(i))),
+                key: &rk(&key(i)),
             };
             let cell = table.find(probe, &guard).expect("the key was inserted");
             std::ptr::from_ref(cell).addr()

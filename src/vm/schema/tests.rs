@@ -986,3 +986,94 @@ fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
 fn program_of(schema: Value, steps: u64) -> SchemaProgram {
     program(schema).with_limits(64, steps)
 }
+
+/// `validate` of `program` on `text` refusing case variants, read as a `Value` and as a tape
+/// (in the input's order and in reverse): one answer, returned.
+fn validate_both(program: &SchemaProgram, text: &str) -> Result<bool, Refused> {
+    let value: Value = serde_json::from_str(text).unwrap();
+    let mut tape = crate::tape::Tape::new();
+    let doc = tape.parse(text.as_bytes(), 1000).unwrap();
+    let budget = || RegexBudget::unlimited();
+    let answer = validate(program, &value, &budget(), true);
+    assert_eq!(
+        validate(program, doc.root(), &budget(), true),
+        answer,
+        "{text}"
+    );
+    // Without the rule, a case variant is just another name.
+    assert_eq!(
+        validate(program, &value, &budget(), false),
+        Ok(is_valid(program, &value)),
+        "{text}"
+    );
+    answer
+}
+
+#[test]
+fn names_the_schema_reads_see_their_case_variants() {
+    let program = program(json!({
+        "type": "object",
+        "required": ["amount"],
+        "properties": {
+            "amount": {"maximum": 100},
+            "payee": {
+                "type": "object",
+                "properties": {"iban": {"type": "string", "pattern": "^DE"}},
+                "additionalProperties": {"type": "string"}
+            }
+        },
+        "dependentRequired": {"card": ["cvv"]}
+    }));
+    for text in [
+        r#"{"AMOUNT":5}"#,
+        r#"{"amount":5,"Card":"4111"}"#,
+        r#"{"amount":5,"card":"4111","CVV":"1"}"#,
+        r#"{"amount":5,"Payee":{"iban":"FR76"}}"#,
+        // A member no property names, but a case variant of one, under additionalProperties.
+        r#"{"amount":5,"payee":{"IBAN":"FR76"}}"#,
+        r#"{"amount":5,"payee":{"iban":"DE89","x":"y","Iban":"FR76"}}"#,
+    ] {
+        assert_eq!(
+            validate_both(&program, text),
+            Err(Refused::CaseVariant(CaseVariant)),
+            "{text}"
+        );
+    }
+    for (text, valid) in [
+        (r#"{"amount":5}"#, true),
+        (r#"{"amount":500}"#, false),
+        (r#"{"amount":5,"card":"4111","cvv":"1"}"#, true),
+        (r#"{"amount":5,"payee":{"iban":"DE89","bic":"X"}}"#, true),
+        (r#"{"amount":5,"payee":{"ibans":"FR76"}}"#, true),
+        // A failing `required` stops before the names after it, in the schema's order.
+        (r#"{"card":"4111"}"#, false),
+    ] {
+        assert_eq!(validate_both(&program, text), Ok(valid), "{text}");
+    }
+}
+
+#[test]
+fn a_case_variant_among_failing_members_is_found_in_any_member_order() {
+    // The quiet evaluator checks every member of an object: a member that fails before or
+    // after the one with the variant, in the input's order (a tape) or in name order (a
+    // `Value`), gives the same answer.
+    let program = program(json!({
+        "type": "object",
+        "additionalProperties": {"type": "object", "properties": {"n": {"maximum": 1}}}
+    }));
+    for text in [
+        r#"{"a":{"n":5},"b":{"N":0}}"#,
+        r#"{"b":{"N":0},"a":{"n":5}}"#,
+        r#"{"c":{"n":0},"a":{"n":5},"b":{"x":{"N":9},"N":0}}"#,
+    ] {
+        assert_eq!(
+            validate_both(&program, text),
+            Err(Refused::CaseVariant(CaseVariant)),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        validate_both(&program, r#"{"b":{"n":0},"a":{"n":5}}"#),
+        Ok(false)
+    );
+}

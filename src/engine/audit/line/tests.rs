@@ -3,6 +3,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::engine::decision::{Reason, ReasonKind, Verdict};
+use crate::revision::Revision;
 
 fn serde_line(record: &AuditRecord<'_>) -> String {
     serde_json::to_string(record).unwrap()
@@ -69,7 +70,7 @@ proptest! {
         transaction in proptest::option::of(text()),
         grant in proptest::option::of(text()),
         message in proptest::option::of(text()),
-        revision in proptest::option::of(any::<u64>()),
+        revision in proptest::option::of(any::<[u8; 32]>().prop_map(Revision::from_bytes)),
     ) {
         let reasons: Vec<Reason> = message
             .into_iter()
@@ -107,12 +108,12 @@ fn time_and_revision_keep_their_wire_form() {
         transaction: None,
         grant: None,
         reasons: &[],
-        revision: Some(0xab),
+        revision: Some(Revision::of_manifest(b"abc")),
     };
     let line = hand_line(&record);
     assert_eq!(
         line,
-        r#"{"time":"2026-12-01T15:00:00.250+00:00","decision":"deny","skill":"s","capability":null,"operation":"GET","resource":"https://api.example.com/a\"b","agent":"agent-\u0001","transaction":null,"grant":null,"reasons":[],"revision":"00000000000000ab"}"#
+        r#"{"time":"2026-12-01T15:00:00.250+00:00","decision":"deny","skill":"s","capability":null,"operation":"GET","resource":"https://api.example.com/a\"b","agent":"agent-\u0001","transaction":null,"grant":null,"reasons":[],"revision":"sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}"#
     );
     assert_eq!(line, serde_line(&record));
 }
