@@ -30,8 +30,8 @@ pub(super) struct Frame {
 
 /// The [`Frame::key_filter`] bit of a plain ASCII key with body `body`: from its length and its
 /// first two bytes, which tell apart most keys of real objects. Not the last byte: its address
-/// waits for the string scan that found the key's end, and the parse waited on that load
-/// (session 27); the first two bytes' addresses are known before the scan starts. The bytes
+/// waits for the string scan that found the key's end, and the parse would wait on that load;
+/// the first two bytes' addresses are known before the scan starts. The bytes
 /// with their `0x20` bit set, so keys that differ only in the case of ASCII letters share a bit
 /// (and are compared when case variants are refused).
 #[inline(always)]
