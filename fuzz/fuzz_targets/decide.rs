@@ -14,14 +14,16 @@
 //!   request, `check_slice` equals `check` on the parsed request, and `check_slice_tape_only`,
 //!   when it reads the bytes as a request at all, gives the same verdict (and, for an allow, the
 //!   same whole `Decision`); for bytes the full parser refuses, `check_slice` denies and
-//!   `check_slice_tape_only` never allows.
+//!   `check_slice_tape_only` never allows;
+//! - a structured request with two member names equal up to case (which `check` takes as
+//!   built) has every wire form refused with reason `input`.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use capgate::vm::resource::{Bindings, RequestResource};
-use capgate::{Decision, Engine, Request, SimulatedClock, Verdict};
+use capgate::{Decision, Engine, ReasonKind, Request, RequestError, SimulatedClock, Verdict};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -252,18 +254,36 @@ fuzz_target!(|case: Case| {
             check_shape(Some(&request), &decision);
             assert_eq!(decision, engine.check(&request), "request decided two ways");
             let wire = serde_json::to_vec(&request).unwrap_or_else(|e| panic!("{e}"));
+            let pretty = serde_json::to_vec_pretty(&request).unwrap_or_else(|e| panic!("{e}"));
+            let tree = serde_json::to_value(&request).unwrap_or_else(|e| panic!("{e}"));
+            let mut escaped = String::new();
+            escaped_json(&tree, wire.len() % 2 == 0, &mut escaped);
+            let wire_forms = [wire.as_slice(), pretty.as_slice(), escaped.as_bytes()];
+            // A request built in memory with two member names equal up to case is taken as
+            // built by `check`; its wire forms are refused by every parser (reason `input`).
+            if let Err(RequestError::CaseVariantMembers { .. }) =
+                Request::from_value(tree.clone(), engine.limits())
+            {
+                for bytes in wire_forms {
+                    let slice = engine.check_slice(bytes);
+                    assert_eq!(slice.decision, Verdict::Deny, "case variants allowed");
+                    assert_eq!(
+                        slice.reasons.first().map(|r| r.constraint),
+                        Some(ReasonKind::Input),
+                        "case variants refused for another reason: {slice:?}"
+                    );
+                    check_wire(engine, bytes, None);
+                }
+                return;
+            }
             assert_eq!(
                 decision,
                 engine.check_slice(&wire),
                 "wire form decided differently"
             );
-            check_wire(engine, &wire, Some(&decision));
-            let pretty = serde_json::to_vec_pretty(&request).unwrap_or_else(|e| panic!("{e}"));
-            check_wire(engine, &pretty, Some(&decision));
-            let tree = serde_json::to_value(&request).unwrap_or_else(|e| panic!("{e}"));
-            let mut escaped = String::new();
-            escaped_json(&tree, wire.len() % 2 == 0, &mut escaped);
-            check_wire(engine, escaped.as_bytes(), Some(&decision));
+            for bytes in wire_forms {
+                check_wire(engine, bytes, Some(&decision));
+            }
             let observed = observing().check(&request);
             assert_eq!(observed.decision, Verdict::Allow, "observe mode enforced");
             assert_eq!(

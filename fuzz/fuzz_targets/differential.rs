@@ -89,7 +89,11 @@ fuzz_target!(|data: &[u8]| {
     // The reference takes the clock as an argument and does not read `time`; an unparseable
     // `time` is an input error of the engine alone (covered by the `decide` target), so it is
     // dropped here and both sides decide at the harness clock.
-    if request.time.as_deref().is_some_and(|t| capgate::parse_timestamp(t).is_none()) {
+    if request
+        .time
+        .as_deref()
+        .is_some_and(|t| capgate::parse_timestamp(t).is_none())
+    {
         request.time = None;
     }
     // Only skills whose AST we hold are compared (see `files`).
@@ -97,7 +101,9 @@ fuzz_target!(|data: &[u8]| {
         .iter()
         .flat_map(|f| f.skills.iter())
         .any(|s| s.name.node == request.skill);
-    let loaded = capgate_fuzz::corpus().iter().any(|s| *s.name == request.skill);
+    let loaded = capgate_fuzz::corpus()
+        .iter()
+        .any(|s| *s.name == request.skill);
     if loaded && !known {
         return;
     }
@@ -108,5 +114,8 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_else(now);
     let engine = engine_view(&engine().check(&request));
     let expected = reference::decide(files(), &request, at);
-    assert_eq!(engine, expected, "the VM and the reference disagree on {request:?}");
+    assert_eq!(
+        engine, expected,
+        "the VM and the reference disagree on {request:?}"
+    );
 });
