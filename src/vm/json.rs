@@ -437,8 +437,9 @@ impl<'r> Json<'r> for &'r Value {
             return false;
         };
         if key.is_ascii() {
+            // The length test first: most names are not the key's length.
             map.keys()
-                .any(|name| name != key && crate::fold::fold_eq_ascii_key(name, key))
+                .any(|name| crate::fold::fold_eq_ascii_key(name, key) && name != key)
         } else {
             map.keys()
                 .any(|name| name != key && crate::fold::fold_eq(name, key))
@@ -555,6 +556,15 @@ impl<'r> Json<'r> for NodeRef<'r> {
 
     fn has_case_variant(self, key: &str) -> bool {
         NodeRef::has_case_variant(self, key)
+    }
+
+    #[inline(always)]
+    fn member(self, key: &str, variants: bool) -> Result<Option<Self>, CaseVariant> {
+        if variants {
+            NodeRef::get_refusing_case_variants(self, key).map_err(|()| CaseVariant)
+        } else {
+            Ok(NodeRef::get(self, key))
+        }
     }
 
     #[inline]
