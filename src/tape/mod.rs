@@ -628,6 +628,64 @@ impl<'t> NodeRef<'t> {
         Lookup::Absent
     }
 
+    /// [`NodeRef::get`] for a caller that refuses case variants: `Ok(Some(value))` for the
+    /// member `key`, and on a miss `Err(())` when a member's name is a case variant of `key`
+    /// ([`NodeRef::has_case_variant`]), else `Ok(None)`. The lookup's walk notes the names that
+    /// could be one (a plain ASCII name of the key's length, or a name with bytes outside
+    /// ASCII), so a miss in an object without such a name (or a key outside ASCII) ends
+    /// without the second walk over the members.
+    #[inline]
+    pub(crate) fn get_refusing_case_variants(self, key: &str) -> Result<Option<NodeRef<'t>>, ()> {
+        let object = self.node();
+        if object.kind != Kind::Object {
+            return Ok(None);
+        }
+        let bytes = self.doc.bytes;
+        // INVARIANT (next): as in `find_member`.
+        let Some(members) = self.doc.nodes.get(..usize_from(object.next)) else {
+            return Ok(None);
+        };
+        let want = key.as_bytes();
+        let mut suspect = false;
+        let mut cursor = usize_from(self.index).saturating_add(1);
+        while let (Some(name), Some(value)) = (members.get(cursor), members.get(cursor + 1)) {
+            #[cfg(test)]
+            MEMBERS_PASSED.with(|passed| passed.set(passed.get() + 1));
+            if !name.plain_ascii() {
+                if name.escaped() {
+                    // Keys with escapes decode: the two walks of old.
+                    return self.get_then_case_variants(key);
+                }
+                // A name outside ASCII may fold to a key of another length (`K`).
+                suspect = true;
+            }
+            if usize_from(name.end.wrapping_sub(name.start)) == want.len() {
+                if bytes_eq(name.body(bytes), want) {
+                    return Ok(Some(self.at(scan::offset(cursor + 1))));
+                }
+                suspect = true;
+            }
+            cursor = usize_from(value.next);
+        }
+        // A plain ASCII name of another length than an ASCII key is never its case variant.
+        if (suspect || !want.is_ascii()) && self.has_case_variant(key) {
+            return Err(());
+        }
+        Ok(None)
+    }
+
+    /// [`NodeRef::get_refusing_case_variants`] as two walks: the lookup, then on a miss the
+    /// walk for a case variant.
+    #[cold]
+    #[inline(never)]
+    fn get_then_case_variants(self, key: &str) -> Result<Option<NodeRef<'t>>, ()> {
+        match self.get(key) {
+            Some(value) => Ok(Some(value)),
+            None if self.has_case_variant(key) => Err(()),
+            None => Ok(None),
+        }
+    }
+
     /// True for an object with a member whose name is a case variant of `key` (equal to it
     /// under Unicode simple case folding) but not `key` itself: for a lookup of `key` that found
     /// nothing, whose upstream may read that member as `key`. A walk over the members that

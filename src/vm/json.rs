@@ -437,8 +437,9 @@ impl<'r> Json<'r> for &'r Value {
             return false;
         };
         if key.is_ascii() {
+            // The length test first: most names are not the key's length.
             map.keys()
-                .any(|name| name != key && crate::fold::fold_eq_ascii_key(name, key))
+                .any(|name| crate::fold::fold_eq_ascii_key(name, key) && name != key)
         } else {
             map.keys()
                 .any(|name| name != key && crate::fold::fold_eq(name, key))
@@ -557,6 +558,15 @@ impl<'r> Json<'r> for NodeRef<'r> {
         NodeRef::has_case_variant(self, key)
     }
 
+    #[inline(always)]
+    fn member(self, key: &str, variants: bool) -> Result<Option<Self>, CaseVariant> {
+        if variants {
+            NodeRef::get_refusing_case_variants(self, key).map_err(|()| CaseVariant)
+        } else {
+            Ok(NodeRef::get(self, key))
+        }
+    }
+
     #[inline]
     fn len(self) -> usize {
         NodeRef::len(self)
@@ -654,6 +664,64 @@ mod tests {
                 if let Ok(near) = String::from_utf8(near) {
                     proptest::prop_assert_eq!(scanned_member(&map, &near), map.get(near.as_str()));
                 }
+            }
+        }
+
+        /// A lookup that refuses case variants finds on a tape (and in a `Value`) what a lookup
+        /// finds, and on a miss refuses exactly when a member's name is a case variant of the
+        /// key (the tape's walk notes candidate names and skips the second walk only where none
+        /// can be one): names of the key's length and not, ASCII case variants, KELVIN SIGN and
+        /// LONG S, written raw or escaped.
+        #[test]
+        fn a_lookup_refusing_case_variants_is_a_lookup_then_the_variant_walk(
+            names in proptest::collection::btree_set("([kKsSab]{0,4}|[kKsSa\u{212a}\u{17f}é]{1,3})", 0..8),
+            probe in "[kKsSa\u{212a}\u{17f}é]{0,4}",
+            escape in proptest::prelude::any::<bool>(),
+        ) {
+            let members: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let written = if escape && i == names.len() / 2 {
+                        name.chars().map(|c| format!("\\u{:04x}", u32::from(c))).collect()
+                    } else {
+                        name.clone()
+                    };
+                    format!("\"{written}\":{i}")
+                })
+                .collect();
+            let text = format!("{{{}}}", members.join(","));
+            let value: Value = serde_json::from_str(&text).unwrap();
+            let mut tape = Tape::new();
+            let doc = tape.parse(text.as_bytes(), 16).unwrap();
+            // Each name in the other ASCII case: a variant of it (of its length), found or not.
+            let swapped: Vec<String> = names
+                .iter()
+                .map(|name| {
+                    name.chars()
+                        .map(|c| if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() })
+                        .collect()
+                })
+                .collect();
+            // Each name folded: ASCII for KELVIN SIGN and LONG S, so shorter than the name.
+            let folded: Vec<String> = names
+                .iter()
+                .map(|name| name.chars().map(crate::fold::fold_char).collect())
+                .collect();
+            for key in names.iter().chain(&swapped).chain(&folded).chain([&probe]) {
+                let found = value.get(key.as_str());
+                let expected = match found {
+                    Some(found) => Ok(Some(found.clone())),
+                    None if (&value).has_case_variant(key) => Err(CaseVariant),
+                    None => Ok(None),
+                };
+                let on_tape = doc
+                    .root()
+                    .member(key, true)
+                    .map(|member| member.map(|member| Json::to_value(member).into_owned()));
+                proptest::prop_assert_eq!(&on_tape, &expected, "{}", key);
+                let in_value = (&value).member(key, true).map(|member| member.cloned());
+                proptest::prop_assert_eq!(&in_value, &expected, "{}", key);
             }
         }
     }

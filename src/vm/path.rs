@@ -307,13 +307,10 @@ fn follow<'r, 's, J: Json<'r>, T: Trail<'s>>(
             (None | Some((Segment::Wildcard, _)), _) => return Ok(Reached::Value(value, segments)),
             (Some((Segment::Key(key), _)), JsonKind::Object) => {
                 trail.push(ConcreteStep::Key(key));
-                match value.get(key) {
-                    Some(child) => Some(child),
-                    // Only a miss asks: a member found costs nothing more.
-                    None if how.variants && value.has_case_variant(key) => {
-                        return Err(Stop::CaseVariant);
-                    }
-                    None => None,
+                // Only a miss asks for case variants: a member found costs nothing more.
+                match value.member(key, how.variants) {
+                    Ok(child) => child,
+                    Err(super::json::CaseVariant) => return Err(Stop::CaseVariant),
                 }
             }
             (Some((Segment::Index(index), _)), JsonKind::Array) => {

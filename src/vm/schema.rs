@@ -503,6 +503,7 @@ impl<R: Report> Eval<'_, R> {
     }
 
     /// Whether `pattern` matches `text`, paid from the request's regex work before it runs.
+    #[inline(always)]
     fn matches(&mut self, pattern: &SchemaPattern, text: &str) -> Result<bool, Abort> {
         self.regex_budget
             .charge(pattern.regex.work(text))
