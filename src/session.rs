@@ -109,6 +109,21 @@ pub struct LineResult {
     pub error: bool,
 }
 
+/// A session line's bytes as read ([`crate::bounded::LineReader`]) as text: without a final
+/// `\r`, `Ok(None)` for a blank line (which is not run), or the message for bytes that are not
+/// UTF-8 (an error for that line only).
+pub fn line_text(raw: &[u8]) -> Result<Option<&str>, String> {
+    let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+    match std::str::from_utf8(raw) {
+        Ok(line) if line.trim().is_empty() => Ok(None),
+        Ok(line) => Ok(Some(line)),
+        Err(e) => Err(format!(
+            "the line is not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        )),
+    }
+}
+
 fn error_line(number: usize, message: String) -> LineResult {
     let quoted = crate::value::to_json_line(&message).unwrap_or_else(|_| "\"\"".to_owned());
     LineResult {

@@ -107,17 +107,10 @@ pub fn run(mut args: ReplayArgs) -> u8 {
                 break;
             }
         };
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let result = match std::str::from_utf8(raw) {
-            Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => session.run_line(line, number),
-            Err(e) => session.error_line(
-                number,
-                format!(
-                    "the line is not UTF-8 (invalid byte at offset {})",
-                    e.valid_up_to()
-                ),
-            ),
+        let result = match capgate::session::line_text(raw) {
+            Ok(None) => continue,
+            Ok(Some(line)) => session.run_line(line, number),
+            Err(message) => session.error_line(number, message),
         };
         failed += usize::from(result.failed_expectation);
         errors += usize::from(result.error);

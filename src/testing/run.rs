@@ -446,15 +446,10 @@ fn run_session(
                 return;
             }
         };
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let line = match std::str::from_utf8(raw) {
-            Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => line,
-            Err(e) => {
-                let message = format!(
-                    "the line is not UTF-8 (invalid byte at offset {})",
-                    e.valid_up_to()
-                );
+        let line = match crate::session::line_text(raw) {
+            Ok(Some(line)) => line,
+            Ok(None) => continue,
+            Err(message) => {
                 report.fail(line_failure(number, message));
                 continue;
             }
