@@ -5,9 +5,9 @@
 #                         `capgate convert --to json` when the CLI builds
 #   tape               <- JSON: the `call` objects (and whole lines) of policies/**/*.session.jsonl,
 #                         the .json files of policies/ and tests/, the raw-string JSON snippets of
-#                         tests/*.rs, and the JSON Schema suite under ../shared/conformance (each
+#                         the tests' .rs files, and the JSON Schema suite under ../shared/conformance (each
 #                         file, each schema and each test instance); needs jq (and python3 for
-#                         the snippets of tests/*.rs)
+#                         the snippets of the tests)
 #   session            <- policies/**/*.session.jsonl in windows of 48 lines
 #   matcher            <- every `fieldMatches` regex of policies/, tests/ and docs/ (as the
 #                         compiler wraps it, with its `i` flag) followed by sample texts
@@ -36,7 +36,7 @@ seed_lines() { # seed_lines TARGET < LINES: each non-empty line of stdin as one 
   rm -f "$tmp"
 }
 
-mapfile -t caps < <(find "$root/policies" "$root/tests" "$root/docs" -name '*.cap' 2>/dev/null | sort)
+mapfile -t caps < <(find "$root/policies" "$root/tests" "$root/crates" "$root/docs" -name '*.cap' 2>/dev/null | sort)
 for f in "${caps[@]}"; do
   seed parse "$f"
   seed compile "$f"
@@ -62,7 +62,7 @@ blocks() { # blocks LANG TARGET...
 blocks cap parse compile
 blocks json manifest_json
 
-mapfile -t manifests < <(find "$root/policies" "$root/tests" -name '*.json' 2>/dev/null \
+mapfile -t manifests < <(find "$root/policies" "$root/tests" "$root/crates" -name '*.json' 2>/dev/null \
   -exec grep -l '"skill"' {} + | sort)
 for f in "${manifests[@]}"; do
   seed manifest_json "$f"
@@ -82,7 +82,7 @@ fi
 
 # The tape target: JSON documents of every shape the repository has.
 mapfile -t sessions < <(find "$root/policies" -name '*.session.jsonl' 2>/dev/null | sort)
-mapfile -t json_files < <(find "$root/policies" "$root/tests" -name '*.json' 2>/dev/null | sort)
+mapfile -t json_files < <(find "$root/policies" "$root/tests" "$root/crates" -name '*.json' 2>/dev/null | sort)
 for f in "${json_files[@]}"; do
   seed tape "$f"
 done
@@ -135,10 +135,11 @@ done
 # Raw-string JSON snippets (r#"{...}"# / r#"[...]"#) of the tests, valid JSON or not: the
 # tape must refuse exactly what the reference refuses.
 if command -v python3 >/dev/null; then
-  python3 - "$root/tests" corpus/tape <<'PY'
+  python3 - "$root" corpus/tape <<'PY'
 import hashlib, pathlib, re, sys
-out = pathlib.Path(sys.argv[2])
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.rs")):
+root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+tests = [root / "tests"] + sorted(root.glob("crates/*/tests"))
+for path in sorted(p for d in tests for p in d.rglob("*.rs")):
     for block in re.findall(r'r#"\s*([\[{].*?)"#', path.read_text(), re.S):
         data = block.encode()
         (out / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
@@ -153,7 +154,7 @@ import hashlib, pathlib, re, sys
 root, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 texts = ["alice@example.com", "eve@evil.com", "", "x", "src/lib.rs", "rec_0123456789ab",
          "turn-12", "ALICE@EXAMPLE.COM", "k\u212a", "\u00e9@example.com"]
-for path in sorted(p for d in ("policies", "tests", "docs") for p in (root / d).rglob("*")
+for path in sorted(p for d in ("policies", "tests", "crates", "docs") for p in (root / d).rglob("*")
                    if p.suffix in (".cap", ".md", ".rs")):
     for pattern, flag in re.findall(r"~ /((?:[^/\\\n]|\\.)+)/(i?)", path.read_text(errors="ignore")):
         pattern = pattern.replace("\\/", "/")

@@ -1,15 +1,12 @@
 #![doc = include_str!("../README.md")]
 
-pub mod authoring;
 pub mod bounded;
 pub mod bytecode;
 mod bytes;
 pub mod compile;
 pub mod engine;
 mod fold;
-pub mod format;
 pub mod limits;
-pub mod lint;
 pub mod manifest;
 pub mod name;
 #[cfg(feature = "reference")]
@@ -20,7 +17,6 @@ pub mod session;
 pub mod span;
 pub mod syntax;
 pub mod tape;
-pub mod testing;
 pub mod value;
 pub mod vm;
 

@@ -390,30 +390,29 @@ fn call(
     output.insert("line".to_owned(), json!(number));
     let actual = decision.effective().as_str();
     let mut problems = Vec::new();
-    if let Some(expected) = expect {
-        if expected != actual {
-            problems.push(format!(
-                "expected {}, got {actual}",
-                crate::value::truncate_str(expected, 64)
-            ));
-        }
+    if let Some(expected) = expect
+        && expected != actual
+    {
+        problems.push(format!(
+            "expected {}, got {actual}",
+            crate::value::truncate_str(expected, 64)
+        ));
     }
-    if let Some(expected) = expect_constraint {
-        if !decision
+    if let Some(expected) = expect_constraint
+        && !decision
             .reasons
             .iter()
             .any(|r| r.constraint.as_str() == expected)
-        {
-            let seen: Vec<&str> = decision
-                .reasons
-                .iter()
-                .map(|r| r.constraint.as_str())
-                .collect();
-            problems.push(format!(
-                "expected a `{expected}` reason, got [{}]",
-                seen.join(", ")
-            ));
-        }
+    {
+        let seen: Vec<&str> = decision
+            .reasons
+            .iter()
+            .map(|r| r.constraint.as_str())
+            .collect();
+        problems.push(format!(
+            "expected a `{expected}` reason, got [{}]",
+            seen.join(", ")
+        ));
     }
     let failed_expectation = !problems.is_empty();
     if failed_expectation {

@@ -161,13 +161,12 @@ pub fn required_checks(program: &Program) -> Vec<CheckIdx> {
                 *slot = true;
             }
         }
-        if let Op::Require { check } = *op {
-            if let Some(seen) = listed.get_mut(check.to_usize()) {
-                if !*seen {
-                    *seen = true;
-                    checks.push(check);
-                }
-            }
+        if let Op::Require { check } = *op
+            && let Some(seen) = listed.get_mut(check.to_usize())
+            && !*seen
+        {
+            *seen = true;
+            checks.push(check);
         }
     }
     checks

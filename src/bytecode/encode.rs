@@ -249,10 +249,10 @@ fn collect_files(skills: &[CompiledSkill]) -> Vec<Arc<str>> {
     let mut files: Vec<Arc<str>> = Vec::new();
     let mut seen: HashSet<Arc<str>> = HashSet::new();
     let mut add = |location: &Option<Location>| {
-        if let Some(location) = location {
-            if seen.insert(location.file.clone()) {
-                files.push(location.file.clone());
-            }
+        if let Some(location) = location
+            && seen.insert(location.file.clone())
+        {
+            files.push(location.file.clone());
         }
     };
     for skill in skills {

@@ -15,7 +15,7 @@
 //! once its perl classes are made ASCII (property tests hold all three together).
 //!
 //! `\d`, `\w` and `\s` (and `\D`, `\W`, `\S`) are ASCII in every capgate regex, where the regex
-//! crate reads them as Unicode classes: `١٢٣` and `１２３` are not `\d+`. [`parse`] swaps each for
+//! crate reads them as Unicode classes: `١٢٣` and `１２３` are not `\d+`. `parse` swaps each for
 //! the POSIX class of the same meaning (`[[:digit:]]`, `[[:word:]]`, `[[:space:]]`) in the syntax
 //! tree before it is translated, so the rest of the pattern — Unicode literals, `\p{..}` classes,
 //! `.` — keeps its Unicode meaning. A policy that wants Unicode digits writes `\p{Nd}`.
@@ -104,7 +104,7 @@ impl Matcher {
     /// states of the NFA it builds, counted from the syntax tree: its slowest search — a Pike
     /// VM, which it falls back to when its lazy DFA thrashes — takes at most one step per state
     /// per byte, so text bytes times this bounds the work of any match, whichever path the
-    /// engine takes. A shortcut reads each byte once ([`Shortcut::cost`]). Either way it depends
+    /// engine takes. A shortcut reads each byte once (`Shortcut::cost`). Either way it depends
     /// on the pattern alone, never on the machine or the clock.
     pub fn cost(&self) -> u64 {
         self.cost

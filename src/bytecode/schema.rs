@@ -667,7 +667,7 @@ impl Decimal {
                 exponent: 0,
             };
         }
-        while mantissa % 10 == 0 {
+        while mantissa.is_multiple_of(10) {
             mantissa /= 10;
             exponent = exponent.saturating_add(1);
         }
@@ -720,7 +720,7 @@ impl Decimal {
             let m = u128::from(self.mantissa) % d;
             let p = pow10_mod(k, d);
             // m, p < d < 2^64, so the product fits in u128.
-            (m * p) % d == 0
+            (m * p).is_multiple_of(d)
         } else {
             // divisor = d·10^k with k > 0 against self.mantissa: need mantissa % (d·10^k) == 0.
             let k = divisor.exponent.abs_diff(self.exponent);

@@ -50,31 +50,31 @@ pub fn check_operations(
             continue;
         }
         seen.push(&op.node);
-        if let Some((all, _)) = verbs(kind) {
-            if !all.contains(&op.node.as_str()) {
-                let help = match all.iter().find(|v| v.eq_ignore_ascii_case(&op.node)) {
-                    Some(v) => format!("verbs are case-sensitive: did you mean `{v}`?"),
-                    None => {
-                        let upper = op.node.to_ascii_uppercase();
-                        let lower = op.node.to_ascii_lowercase();
-                        let close = did_you_mean(&upper, all.iter().copied())
-                            .or_else(|| did_you_mean(&lower, all.iter().copied()));
-                        match close {
-                            Some(verb) => format!("did you mean `{verb}`?"),
-                            None => {
-                                format!("`{}` resources accept: {}", kind.name(), all.join(", "))
-                            }
+        if let Some((all, _)) = verbs(kind)
+            && !all.contains(&op.node.as_str())
+        {
+            let help = match all.iter().find(|v| v.eq_ignore_ascii_case(&op.node)) {
+                Some(v) => format!("verbs are case-sensitive: did you mean `{v}`?"),
+                None => {
+                    let upper = op.node.to_ascii_uppercase();
+                    let lower = op.node.to_ascii_lowercase();
+                    let close = did_you_mean(&upper, all.iter().copied())
+                        .or_else(|| did_you_mean(&lower, all.iter().copied()));
+                    match close {
+                        Some(verb) => format!("did you mean `{verb}`?"),
+                        None => {
+                            format!("`{}` resources accept: {}", kind.name(), all.join(", "))
                         }
                     }
-                };
-                errors.push(
-                    CompileError::new(
-                        op.span,
-                        format!("`{}` is not a verb of `{}` resources", op.node, kind.name()),
-                    )
-                    .with_help(help),
-                );
-            }
+                }
+            };
+            errors.push(
+                CompileError::new(
+                    op.span,
+                    format!("`{}` is not a verb of `{}` resources", op.node, kind.name()),
+                )
+                .with_help(help),
+            );
         }
     }
 }

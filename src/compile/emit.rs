@@ -333,10 +333,10 @@ impl<'a> Emitter<'a> {
                 optional,
             });
             self.op(test.unwrap_or(Op::Push(false)));
-            if i + 1 < count {
-                if let Some(target) = JumpTarget::from_usize(0) {
-                    jumps.push(self.op(Op::AndThen { target }));
-                }
+            if i + 1 < count
+                && let Some(target) = JumpTarget::from_usize(0)
+            {
+                jumps.push(self.op(Op::AndThen { target }));
             }
         }
         if let Some(end) = self.here(span) {

@@ -972,16 +972,16 @@ pub(crate) fn ecma_to_rust_regex(source: &str) -> Result<String, String> {
                 } else {
                     class_depth += 1;
                     // A `]` (after an optional `^`) right at the start is a literal in Rust.
-                    if chars.peek() == Some(&'^') {
-                        if let Some(caret) = chars.next() {
-                            out.push(caret);
-                        }
+                    if chars.peek() == Some(&'^')
+                        && let Some(caret) = chars.next()
+                    {
+                        out.push(caret);
                     }
                     class_start = out.len();
-                    if chars.peek() == Some(&']') {
-                        if let Some(bracket) = chars.next() {
-                            out.push(bracket);
-                        }
+                    if chars.peek() == Some(&']')
+                        && let Some(bracket) = chars.next()
+                    {
+                        out.push(bracket);
                     }
                 }
             }

@@ -226,20 +226,20 @@ impl Engine {
             Err(reason) => return deny(vec![reason]),
         };
         let mut clock_time = None;
-        if let Some(expected) = &request.skill_hash {
-            if skill.hash.as_deref() != Some(&**expected) {
-                let loaded = skill
-                    .hash
-                    .as_deref()
-                    .map_or("no hash".to_owned(), quote_hash);
-                return deny(vec![Reason::request(
-                    ReasonKind::Revision,
-                    format!(
-                        "request names skill hash {} but the loaded manifest has {loaded}",
-                        quote_hash(expected)
-                    ),
-                )]);
-            }
+        if let Some(expected) = &request.skill_hash
+            && skill.hash.as_deref() != Some(&**expected)
+        {
+            let loaded = skill
+                .hash
+                .as_deref()
+                .map_or("no hash".to_owned(), quote_hash);
+            return deny(vec![Reason::request(
+                ReasonKind::Revision,
+                format!(
+                    "request names skill hash {} but the loaded manifest has {loaded}",
+                    quote_hash(expected)
+                ),
+            )]);
         }
         let mut bindings = Bindings::new();
         // A plain http request of the first capability's origin is parsed and matched against
@@ -752,10 +752,10 @@ fn pinned_refusal<'r, J: Json<'r>>(
     // A grant for a `transaction` capability issued without a transaction is recorded as a
     // one-call grant; the old lifetime still wants an open transaction named (regression: a
     // reload to `lifetime call 1` made such a grant usable without one).
-    if matches!(old.lifetime, LifetimeSpec::Transaction) {
-        if let Some(message) = transaction_unmet(input.transaction, store) {
-            return Some(Step::Fails(reason_for(old, ReasonKind::Lifetime, message)));
-        }
+    if matches!(old.lifetime, LifetimeSpec::Transaction)
+        && let Some(message) = transaction_unmet(input.transaction, store)
+    {
+        return Some(Step::Fails(reason_for(old, ReasonKind::Lifetime, message)));
     }
     let mut bindings = Bindings::new();
     if !old.resource.matches(input.resource, &mut bindings) {
@@ -857,16 +857,16 @@ fn validate<'r, J: Json<'r>>(request: &RequestView<'r, J>) -> Option<Reason> {
             ));
         }
     }
-    if let Some(autonomy) = request.autonomy {
-        if autonomy_score(autonomy).is_none() {
-            return Some(Reason::request(
-                ReasonKind::Input,
-                format!(
-                    "`autonomy` must be an integer in 0..=100, found {}",
-                    autonomy.describe(64)
-                ),
-            ));
-        }
+    if let Some(autonomy) = request.autonomy
+        && autonomy_score(autonomy).is_none()
+    {
+        return Some(Reason::request(
+            ReasonKind::Input,
+            format!(
+                "`autonomy` must be an integer in 0..=100, found {}",
+                autonomy.describe(64)
+            ),
+        ));
     }
     None
 }

@@ -953,13 +953,13 @@ impl Lowerer<'_> {
         let paths = self
             .required(fields, "fields")
             .and_then(|n| self.paths(n, "fields").map(|p| (p, n.span)));
-        if let Some((list, span)) = &paths {
-            if list.is_empty() {
-                self.push(ManifestError::new(
-                    *span,
-                    "`fields` must list at least one path",
-                ));
-            }
+        if let Some((list, span)) = &paths
+            && list.is_empty()
+        {
+            self.push(ManifestError::new(
+                *span,
+                "`fields` must list at least one path",
+            ));
         }
         let identity = match fields.get("identity") {
             Some(n) => self.path(n, "identity").and_then(|identity| {
@@ -1076,14 +1076,14 @@ impl Lowerer<'_> {
                 zone,
             }));
         }
-        if let Some(zone) = fields.member("timezone") {
-            if from.is_some() || until.is_some() {
-                self.push(
-                    ManifestError::new(zone.key_span, "`timezone` applies only to `windows`")
-                        .with_help("`from`/`until` timestamps carry their own UTC offset"),
-                );
-                return None;
-            }
+        if let Some(zone) = fields.member("timezone")
+            && (from.is_some() || until.is_some())
+        {
+            self.push(
+                ManifestError::new(zone.key_span, "`timezone` applies only to `windows`")
+                    .with_help("`from`/`until` timestamps carry their own UTC offset"),
+            );
+            return None;
         }
         match (from, until) {
             (Some(from), Some(until)) => {

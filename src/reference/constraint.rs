@@ -172,10 +172,10 @@ pub(super) fn holds(env: &Env<'_>, constraint: &Constraint) -> Result<bool, Abor
         ConstraintKind::ActorBinding { paths, identity } => {
             // SPEC §2.4: a request without the identity field is denied; a `null` one names
             // no agent either.
-            if let Reached::Value(found) = reach_one(env, &identity.node)? {
-                if found.to_json() == Value::Null {
-                    return Ok(false);
-                }
+            if let Reached::Value(found) = reach_one(env, &identity.node)?
+                && found.to_json() == Value::Null
+            {
+                return Ok(false);
             }
             let mut all = true;
             for path in paths {

@@ -107,10 +107,10 @@ pub fn decide_with_limits(
             None => return ReferenceDecision::request_problem("input"),
         },
     };
-    if let Some(expected) = &request.skill_hash {
-        if skill.hash.as_ref().map(|h| &h.node) != Some(expected) {
-            return ReferenceDecision::request_problem("revision");
-        }
+    if let Some(expected) = &request.skill_hash
+        && skill.hash.as_ref().map(|h| &h.node) != Some(expected)
+    {
+        return ReferenceDecision::request_problem("revision");
     }
     // 2. The resource.
     let Ok(resource) = RequestResource::parse(&request.resource) else {

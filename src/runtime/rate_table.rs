@@ -251,10 +251,10 @@ impl RateTable {
     pub(super) fn admits(&self, hash: u64, key: &RateKey, limit: &Limit, now: i128) -> bool {
         let guard = self.guard();
         let probe = Probe { hash, key };
-        if let Some(cell) = self.find(probe, &guard) {
-            if let Some(state) = &*lock(cell) {
-                return state.admits(limit, now);
-            }
+        if let Some(cell) = self.find(probe, &guard)
+            && let Some(state) = &*lock(cell)
+        {
+            return state.admits(limit, now);
         }
         // Not held, or forgotten since it was found: under the shard's lock nothing is forgotten
         // or inserted, and a cell found there is not forgotten.

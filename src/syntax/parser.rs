@@ -352,10 +352,8 @@ fn help_for(found: &str, before: &str, rest: &str, positives: &[Rule]) -> Option
     let wants_duration = positives
         .iter()
         .any(|rule| matches!(rule, Rule::duration | Rule::rate_period));
-    if wants_duration {
-        if let Some((meant, _)) = units::leading_duration_words(rest) {
-            return Some(format!("did you mean `{meant}`?"));
-        }
+    if wants_duration && let Some((meant, _)) = units::leading_duration_words(rest) {
+        return Some(format!("did you mean `{meant}`?"));
     }
     let wants_string = positives
         .iter()

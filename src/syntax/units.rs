@@ -211,7 +211,7 @@ pub fn format_duration(duration: Duration) -> String {
         (NANOS_PER_MS, "ms"),
     ];
     for (size, unit) in UNITS {
-        if duration.nanos % size == 0 {
+        if duration.nanos.is_multiple_of(size) {
             return format!("{}{unit}", duration.nanos / size);
         }
     }

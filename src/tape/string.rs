@@ -338,14 +338,14 @@ fn decode_unicode_escape(text: &[u8]) -> (char, usize) {
     let Ok(high) = hex4(text, 2) else {
         return (char::REPLACEMENT_CHARACTER, text.len().min(6));
     };
-    if (0xD800..=0xDBFF).contains(&high) {
-        if let Ok(low) = hex4(text, 8) {
-            let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10 | (u32::from(low) - 0xDC00));
-            return (
-                char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
-                12,
-            );
-        }
+    if (0xD800..=0xDBFF).contains(&high)
+        && let Ok(low) = hex4(text, 8)
+    {
+        let code = 0x1_0000 + ((u32::from(high) - 0xD800) << 10 | (u32::from(low) - 0xDC00));
+        return (
+            char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER),
+            12,
+        );
     }
     (
         char::from_u32(u32::from(high)).unwrap_or(char::REPLACEMENT_CHARACTER),

@@ -371,10 +371,10 @@ fn walk<'r, 's, J: Json<'r>, T: Trail<'s>>(
                     walk(child, rest, how, trail, predicate)?;
                 } else {
                     let mut inner = 0usize;
-                    if let Reached::Value(leaf, _) = follow(child, rest, how, trail, &mut inner)? {
-                        if !predicate(Leaf::Json(leaf)) {
-                            return Err(Stop::Rejected);
-                        }
+                    if let Reached::Value(leaf, _) = follow(child, rest, how, trail, &mut inner)?
+                        && !predicate(Leaf::Json(leaf))
+                    {
+                        return Err(Stop::Rejected);
                     }
                     for _ in 0..inner {
                         trail.pop();

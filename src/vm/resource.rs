@@ -504,12 +504,10 @@ impl<'a> RequestResource<'a> {
             check_raw_characters(text)?;
         }
         let (kind, after_kind) = detect_kind(text)?;
-        if !plain {
-            if let Some(at) = text.find('#') {
-                return Err(ResourceRejection::Fragment {
-                    fragment: quote(text.get(at..).unwrap_or("#")),
-                });
-            }
+        if !plain && let Some(at) = text.find('#') {
+            return Err(ResourceRejection::Fragment {
+                fragment: quote(text.get(at..).unwrap_or("#")),
+            });
         }
         let (before_query, query) = match find_byte(after_kind, b'?') {
             Some(at) => (
@@ -594,7 +592,7 @@ impl<'a> RequestResource<'a> {
     ///
     /// Names are compared after percent-decoding (`+` read as a space), and every name that a
     /// server might take for `name` counts: names equal to it under Unicode simple case folding
-    /// once a trailing `[…]` suffix is removed from both ([`same_parameter`]: `Role`, `ROLE`,
+    /// once a trailing `[…]` suffix is removed from both (`same_parameter`: `Role`, `ROLE`,
     /// `role[]`, `role%5B%5D`, `role[0]`). So the value is:
     /// - [`QueryValue::Repeated`] when two or more parameters have such names;
     /// - [`QueryValue::Variant`] when one does, spelled otherwise than `name` after decoding;

@@ -351,10 +351,10 @@ fn length_within(text: &str, min: Option<u64>, max: Option<u64>) -> bool {
 /// [`Leaf`]'s keywords on `instance`: what `Eval::object` decides for such a schema.
 #[inline]
 pub(super) fn leaf_holds<'r, J: Json<'r>>(leaf: &Leaf, instance: J) -> bool {
-    if let Some(types) = leaf.types {
-        if !Instance::Value(instance).has_type(types) {
-            return false;
-        }
+    if let Some(types) = leaf.types
+        && !Instance::Value(instance).has_type(types)
+    {
+        return false;
     }
     match instance.kind() {
         JsonKind::Array => {
@@ -658,10 +658,10 @@ impl<R: Report> Eval<'_, R> {
                 _ => {}
             }
         }
-        if shape.strings {
-            if let Some(text) = instance.as_str() {
-                require!(self.string(schema, &text));
-            }
+        if shape.strings
+            && let Some(text) = instance.as_str()
+        {
+            require!(self.string(schema, &text));
         }
         if shape.applicators {
             self.applicators(schema, instance, depth)

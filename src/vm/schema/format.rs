@@ -34,7 +34,7 @@ fn digits<const N: usize>(bytes: &[u8]) -> Option<u32> {
 }
 
 fn is_leap_year(year: u32) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400)
 }
 
 /// RFC 3339 `full-date`: `YYYY-MM-DD` with a real day of that month.
@@ -259,12 +259,12 @@ fn is_authority(authority: &str) -> bool {
         Some((userinfo, host_port)) => (Some(userinfo), host_port),
         None => (None, authority),
     };
-    if let Some(userinfo) = userinfo {
-        if !all_uri_chars(userinfo, |c| {
+    if let Some(userinfo) = userinfo
+        && !all_uri_chars(userinfo, |c| {
             is_unreserved(c) || is_sub_delim(c) || c == b':'
-        }) {
-            return false;
-        }
+        })
+    {
+        return false;
     }
     let (host_ok, port) = if let Some(literal) = host_port.strip_prefix('[') {
         let Some((inside, after)) = literal.split_once(']') else {
