@@ -26,7 +26,8 @@ fn engine() -> Engine {
         .build()
 }
 
-/// The scenario: ~1 KB payload, 5 attendees, a 600-character description.
+/// The peers scenario (`benches/peers/README.md`): ~1 KB payload, 5 attendees, a 600-character
+/// description.
 fn request(last_attendee: &str) -> serde_json::Value {
     json!({
         "skill": "meeting-scheduler",

@@ -391,7 +391,7 @@ enum Sharing {
     /// One stateful engine: each call commits its rate-limit key to the one store.
     Store,
     /// A stateful engine and store per thread: the same work with nothing shared, what a
-    /// shared store could at best scale to on the host at the time.
+    /// shared store could at best scale to on the machine at the time.
     Apart,
     /// One engine without a store (the control): no call writes anything.
     Stateless,
@@ -495,7 +495,7 @@ fn report_threads() {
     // One and two threads alternate, so a neighbour on the shared host slows both alike; each
     // keeps its best round, and the per-round ratios are printed too.
     // The control runs the same calls on a stateless engine, which writes nothing shared: its
-    // scaling is what the host gives two threads at the time, whatever capgate does. Apart runs
+    // scaling is what the machine gives two threads at the time, whatever capgate does. Apart runs
     // them on an engine and store per thread: the same stateful work with nothing shared.
     let (calls, rounds) = (1_000_000, 5);
     let modes = [Sharing::Store, Sharing::Apart, Sharing::Stateless];

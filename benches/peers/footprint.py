@@ -9,11 +9,11 @@ Reads two callgrind dumps of the same peers loop, one with PEERS_ITERATIONS=N an
 
 and counts the 64-byte code lines whose instructions ran at least N/2 more times in the first:
 the code every iteration runs. It prints their number, how many fall into each of the 64 sets of
-a 32 KiB 8-way L1 instruction cache (the EPYC and Xeon hosts' L1i; with 4 KiB per way the set is
+a 32 KiB 8-way L1 instruction cache (a common L1i; with 4 KiB per way the set is
 bits 6-11 of the address, the same in virtual and physical addresses), the sets that need more
 than 8 ways (lines that evict one another on every iteration), and the functions the lines
-belong to. Simulated misses per iteration come from a run with --cache-sim=yes (see
-docs/performance.md, "Session 17: the code a decision runs").
+belong to. Simulated misses per iteration come from a run with --cache-sim=yes
+(docs/performance.md, *Reproduce*).
 """
 
 import argparse

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Target 2 (from bytes against the `IgnoredAny` floor) over many code layouts of the same code.
+# The from-bytes ratio (`check_slice` against the `IgnoredAny` floor) over many code layouts
+# of the same code.
 #
-# On the shared hosts of docs/performance.md a rebuild moves the from-bytes ratio by 5-10 %
-# through where the linker puts the functions alone, the floor's included. One binary is one
-# draw of that. This script draws several: it links the peers binary once per seed with lld's
-# `--shuffle-sections` over the code sections (the objects are the same; only their order in
-# `.text` changes), for the own build (`--no-default-features`) and the cedar build (the
-# default), then times every binary's split rows in back-to-back pairs with the floor
-# (`PEERS_SPLIT=paired`), alternating the binaries, and prints each one's paired ratios, then
-# each build's median and range of the `check_slice` ratio.
+# A rebuild moves the from-bytes ratio by 5-10 % through where the linker puts the functions
+# alone, the floor's included (docs/performance.md). One binary is one draw of that. This
+# script draws several: it links the peers binary once per seed with lld's `--shuffle-sections`
+# over the code sections (the objects are the same; only their order in `.text` changes), for
+# the own build (`--no-default-features`) and the cedar build (the default), then times every
+# binary's split rows in back-to-back pairs with the floor (`PEERS_SPLIT=paired`), alternating
+# the binaries, and prints each one's paired ratios, then each build's median and range of the
+# `check_slice` ratio.
 #
 #   benches/peers/layouts.sh [SEEDS] [PASSES]
 #

@@ -48,14 +48,14 @@ impl Variant {
 
 /// The scenario's request as bytes (every engine's input, parsed into a `Value` for the
 /// pre-parsed rows): ~1 KB payload with 5 attendees and a 600-character
-/// description, members in the order (the envelope, then summary, organizer, attendees,
-/// start, end, location, description).
+/// description, members in the scenario's order (the envelope, then summary, organizer,
+/// attendees, start, end, location, description).
 ///
 /// Written out rather than serialized from a `Value`: `serde_json::to_vec` writes a map's
 /// members in the map's order, which is alphabetical in the own build and insertion order in
 /// the cedar build (cedar-policy turns on `preserve_order` for the whole build), so the two
-/// builds timed different bytes until session 29. The same bytes in another order parse 4–14 %
-/// faster with the same instructions (docs/performance.md, session 29).
+/// builds would time different bytes. The same bytes in another order parse 4–14 % faster or
+/// slower with the same instructions.
 pub fn request_bytes(variant: Variant) -> Vec<u8> {
     let last = match variant {
         Variant::Allow => "erin@example.com",
