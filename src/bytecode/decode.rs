@@ -16,7 +16,7 @@
 //! shapes, binding slots, schema `$ref` cycles) are enforced again. A skill's stored revision
 //! must be the SHA-256 of its stored manifest. Finally [`verify`] runs on every program, so the
 //! engine only ever holds [`VerifiedProgram`](super::verify::VerifiedProgram)s, exactly as when
-//! it compiles sources. Decoding never panics, whatever the input (`tests/capc.rs` feeds it
+//! it compiles sources. Decoding never panics, whatever the input (`crates/capgate-cli/tests/it/capc.rs` feeds it
 //! random and mutated bytes).
 //!
 //! Regexes, resource templates and windows are rebuilt from their stored source with the same

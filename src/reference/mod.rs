@@ -6,7 +6,7 @@
 //! `capgate check`: no grants, lifetimes, revocations or rate limits; gating by autonomy and
 //! sensitivity (`elevated` is always `approval_required`, since there are no approvals).
 //!
-//! This module exists to be compared with the engine (`tests/differential.rs`), so it is written
+//! This module exists to be compared with the engine (`tests/it/differential.rs`), so it is written
 //! to be obviously correct rather than fast: it interprets the AST directly, collects every value
 //! a path reaches into a `Vec` before judging them, and recompiles regexes, schemas and resource
 //! templates on every call. It shares no evaluation code with the compiler or the VM. It reuses

@@ -9,7 +9,7 @@
 //! and the caller runs the program from that check on. A check of several instructions is run
 //! by the VM over its own range. A check the plan answers is answered alike by the program, and
 //! a check's value does not depend on the others', so for every input the outcome is the whole
-//! program's; the differential tests (`tests/vm_plan.rs`) hold it to that, against the run
+//! program's; the differential tests (`tests/it/vm_plan.rs`) hold it to that, against the run
 //! without a plan.
 
 use super::exec::{Silent, Steps, check_holds, test};

@@ -35,7 +35,7 @@ fn difference_policy(constraint: &str) -> Engine {
     ))
 }
 
-/// Found by `tests/differential.rs` (seed 18041101392041191774): `optional` on a difference
+/// Found by `tests/it/differential.rs` (seed 18041101392041191774): `optional` on a difference
 /// forgave a repeated query parameter when the other side was absent, so
 /// `?q=a&q=b` with no `payload.start` was allowed. A repeated parameter fails every
 /// constraint on it, `optional` or not (`docs/semantics.md`).
@@ -49,7 +49,7 @@ fn regression_optional_difference_fails_on_repeated_query_parameter_when_other_s
     assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
 }
 
-/// Found by `tests/differential.rs` (seed 18041170213643874436): the same hole with a
+/// Found by `tests/it/differential.rs` (seed 18041170213643874436): the same hole with a
 /// wrong-shaped side — stepping into a string — next to an absent one.
 #[test]
 fn regression_optional_difference_fails_on_wrong_shape_when_other_side_absent() {
