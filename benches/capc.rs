@@ -18,7 +18,7 @@ use std::path::Path;
 
 use capgate::bytecode::encode::encode_capc;
 use capgate::compile::load_capc;
-use capgate::{Engine, Limits, LoadedPolicy, PolicyFormat, PolicyLoader};
+use capgate::{Engine, Limits, PolicyFormat, PolicyLoader, PolicySet};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const SKILLS: usize = 1_000;
@@ -59,7 +59,7 @@ fn generated_sources() -> Vec<(String, String)> {
         .collect()
 }
 
-fn load_sources(sources: &[(String, String)]) -> LoadedPolicy {
+fn load_sources(sources: &[(String, String)]) -> PolicySet {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     for (name, text) in sources {
         loader.add_text(name, text.clone(), PolicyFormat::Cap, None);
@@ -85,7 +85,7 @@ fn startup(c: &mut Criterion) {
     group.bench_function("from_capc", |b| {
         b.iter(|| {
             let policy = load_capc(black_box(&bytes), &Limits::DEFAULT).unwrap();
-            Engine::builder(LoadedPolicy::from(policy)).build()
+            Engine::builder(PolicySet::from(policy)).build()
         });
     });
     group.finish();

@@ -173,14 +173,14 @@ fn first_allowed_call(session: &Path) -> (String, Value) {
     panic!("{} has no allowed call", session.display());
 }
 
-fn stateless_engine(policy: capgate::LoadedPolicy, now: &str) -> Engine {
+fn stateless_engine(policy: capgate::PolicySet, now: &str) -> Engine {
     let now = parse_timestamp(now).unwrap();
     Engine::builder(policy)
         .clock(Arc::new(SimulatedClock::new(now)))
         .build()
 }
 
-fn load(paths: &[&Path]) -> capgate::LoadedPolicy {
+fn load(paths: &[&Path]) -> capgate::PolicySet {
     PolicyLoader::new(Limits::DEFAULT)
         .finish_paths(paths)
         .unwrap_or_else(|e| panic!("policies must load: {e:?}"))
@@ -202,7 +202,7 @@ fn decide(c: &mut Criterion) {
         // Every constraint holds; a stateless engine has no recorded approvals, so an elevated
         // skill (payments-transfer) ends in approval_required after passing them all.
         let decision = engine.check(&request);
-        assert_ne!(decision.decision, Verdict::Deny, "{name}: {decision:?}");
+        assert_ne!(decision.verdict, Verdict::Deny, "{name}: {decision:?}");
         group.bench_function(&name, |b| b.iter(|| engine.check(black_box(&request))));
     }
 
@@ -224,14 +224,14 @@ fn decide(c: &mut Criterion) {
     let many = stateless_engine(loader.finish().unwrap(), &now);
     assert_eq!(many.policy().skills().len(), 10_001);
     for (label, engine) in [("skills-1", &one), ("skills-10001", &many)] {
-        assert_eq!(engine.check(&request).decision, Verdict::Allow, "{label}");
+        assert_eq!(engine.check(&request).verdict, Verdict::Allow, "{label}");
         group.bench_function(label, |b| b.iter(|| engine.check(black_box(&request))));
     }
 
     // The same decision with an audit trail: JSON lines into `io::sink()`, so the row is the
     // record's CPU cost (a file adds its write per record).
     let (audited, request) = audited_scheduler();
-    assert_eq!(audited.check(&request).decision, Verdict::Allow);
+    assert_eq!(audited.check(&request).verdict, Verdict::Allow);
     group.bench_function("audited-json-lines", |b| {
         b.iter(|| audited.check(black_box(&request)))
     });
@@ -298,7 +298,7 @@ fn stateful_engine() -> (Engine, Arc<InMemoryStore>) {
 }
 
 /// [`RATE_POLICY`], loaded.
-fn rate_policy() -> capgate::LoadedPolicy {
+fn rate_policy() -> capgate::PolicySet {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text(
         "rate-bench.cap",
@@ -341,12 +341,12 @@ fn state(c: &mut Criterion) {
     let mut group = c.benchmark_group("state");
     let (engine, _) = stateful_engine();
     let hot = tool_call("search", "agent-hot");
-    assert_eq!(engine.check(&hot).decision, Verdict::Allow);
+    assert_eq!(engine.check(&hot).verdict, Verdict::Allow);
     group.bench_function("commit-hot-key", |b| {
         b.iter(|| engine.check(black_box(&hot)))
     });
     let plain = tool_call("ping", "agent-plain");
-    assert_eq!(engine.check(&plain).decision, Verdict::Allow);
+    assert_eq!(engine.check(&plain).verdict, Verdict::Allow);
     group.bench_function("commit-no-rate-limit", |b| {
         b.iter(|| engine.check(black_box(&plain)))
     });
@@ -364,7 +364,7 @@ fn state(c: &mut Criterion) {
         &Limits::DEFAULT,
     )
     .unwrap();
-    assert_eq!(engine.check(&granted).decision, Verdict::Allow);
+    assert_eq!(engine.check(&granted).verdict, Verdict::Allow);
     group.bench_function("commit-grant", |b| {
         b.iter(|| engine.check(black_box(&granted)))
     });
@@ -425,7 +425,7 @@ fn throughput(threads: usize, calls_per_thread: usize, sharing: Sharing) -> f64 
     // Touch every key once so both runs measure updates, not first inserts.
     for (t, mine) in requests.iter().enumerate() {
         for request in mine {
-            assert_eq!(engine_of(t).check(request).decision, Verdict::Allow);
+            assert_eq!(engine_of(t).check(request).verdict, Verdict::Allow);
         }
     }
     let start = Instant::now();
@@ -435,7 +435,7 @@ fn throughput(threads: usize, calls_per_thread: usize, sharing: Sharing) -> f64 
             scope.spawn(move || {
                 for i in 0..calls_per_thread {
                     let decision = engine.check(&mine[i % mine.len()]);
-                    assert_eq!(decision.decision, Verdict::Allow);
+                    assert_eq!(decision.verdict, Verdict::Allow);
                 }
             });
         }
@@ -451,7 +451,7 @@ fn audited_throughput(engine: &Engine, request: &Request, threads: usize, calls:
         for _ in 0..threads {
             scope.spawn(|| {
                 for _ in 0..calls {
-                    assert_eq!(engine.check(request).decision, Verdict::Allow);
+                    assert_eq!(engine.check(request).verdict, Verdict::Allow);
                 }
             });
         }
@@ -545,7 +545,7 @@ fn report_threads() {
             scope.spawn(|| {
                 let request = tool_call("lookup", "agent-hot");
                 for _ in 0..5_000 {
-                    if engine.check(&request).decision == Verdict::Allow {
+                    if engine.check(&request).verdict == Verdict::Allow {
                         allowed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -601,7 +601,7 @@ fn report_memory() {
         agent.clear();
         write!(agent, "agent-{i:07}").unwrap();
         let request = tool_call("search", &agent);
-        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+        assert_eq!(engine.check(&request).verdict, Verdict::Allow);
     }
     let per_call = start.elapsed().as_nanos() as f64 / keys as f64;
     let after = resident_bytes();
@@ -661,7 +661,7 @@ fn report_forgetting(kept_per_call: f64) {
             agent.clear();
             write!(agent, "agent-{minute}-{i:06}").unwrap();
             let request = tool_call("fetch", &agent);
-            assert_eq!(engine.check(&request).decision, Verdict::Allow);
+            assert_eq!(engine.check(&request).verdict, Verdict::Allow);
         }
         held = held.max(store.rate_key_count());
         clock.advance(Duration::from_secs(60)).unwrap();

@@ -22,8 +22,8 @@ pub mod vm;
 
 pub use engine::{
     AuditRecord, AuditSink, AuditWriteFailures, CandidateTrace, Decision, Diagnostic, Engine,
-    EngineBuilder, EngineError, JsonLinesAudit, LoadError, LoadedPolicy, PolicyFormat,
-    PolicyLoader, PolicySet, Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
+    EngineBuilder, EngineError, JsonLinesAudit, LoadError, PolicyFormat, PolicyLoader, PolicySet,
+    Reason, ReasonKind, Request, RequestError, Verdict, parse_strict_json,
 };
 pub use limits::Limits;
 pub use name::Name;

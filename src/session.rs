@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::{AuditSink, Engine, EngineError, LoadedPolicy, parse_json_with_depth};
+use crate::engine::{AuditSink, Engine, EngineError, PolicySet, parse_json_with_depth};
 use crate::limits::Limits;
 use crate::parse_duration;
 use crate::runtime::{InMemoryStore, SimulatedClock};
@@ -36,7 +36,7 @@ impl Session {
     ///
     /// # Errors
     /// [`EngineError::Limits`] if `options.limits` sets a field above its fixed bound.
-    pub fn new(policy: LoadedPolicy, options: SessionOptions) -> Result<Self, EngineError> {
+    pub fn new(policy: PolicySet, options: SessionOptions) -> Result<Self, EngineError> {
         let limits = options.limits.unwrap_or_default();
         let clock = Arc::new(SimulatedClock::new(chrono::DateTime::UNIX_EPOCH));
         let mut builder = Engine::builder(policy)

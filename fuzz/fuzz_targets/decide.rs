@@ -66,7 +66,7 @@ impl<'a> Arbitrary<'a> for Case {
 }
 
 fn check_shape(request: Option<&Request>, decision: &Decision) {
-    match decision.decision {
+    match decision.verdict {
         Verdict::Allow => {
             assert!(
                 decision.reasons.is_empty(),
@@ -156,10 +156,10 @@ fn check_wire(engine: &Engine, bytes: &[u8], expected: Option<&Decision>) {
             );
             if let Some(tape) = tape {
                 assert_eq!(
-                    tape.decision, full.decision,
+                    tape.verdict, full.verdict,
                     "the tape path's verdict differs from the full parse's: {tape:?} vs {full:?}"
                 );
-                if tape.decision == Verdict::Allow {
+                if tape.verdict == Verdict::Allow {
                     assert_eq!(
                         tape, full,
                         "the tape path's allow differs from the full parse's"
@@ -169,13 +169,13 @@ fn check_wire(engine: &Engine, bytes: &[u8], expected: Option<&Decision>) {
         }
         Err(error) => {
             assert_ne!(
-                slice.decision,
+                slice.verdict,
                 Verdict::Allow,
                 "check_slice allowed bytes the full parser refuses ({error})"
             );
             if let Some(tape) = tape {
                 assert_ne!(
-                    tape.decision,
+                    tape.verdict,
                     Verdict::Allow,
                     "the tape path allowed bytes the full parser refuses ({error}): {tape:?}"
                 );
@@ -266,7 +266,7 @@ fuzz_target!(|case: Case| {
             {
                 for bytes in wire_forms {
                     let slice = engine.check_slice(bytes);
-                    assert_eq!(slice.decision, Verdict::Deny, "case variants allowed");
+                    assert_eq!(slice.verdict, Verdict::Deny, "case variants allowed");
                     assert_eq!(
                         slice.reasons.first().map(|r| r.constraint),
                         Some(ReasonKind::Input),
@@ -285,10 +285,10 @@ fuzz_target!(|case: Case| {
                 check_wire(engine, bytes, Some(&decision));
             }
             let observed = observing().check(&request);
-            assert_eq!(observed.decision, Verdict::Allow, "observe mode enforced");
+            assert_eq!(observed.verdict, Verdict::Allow, "observe mode enforced");
             assert_eq!(
                 observed.effective(),
-                decision.decision,
+                decision.verdict,
                 "observe mode saw another decision"
             );
             let _ = engine.explain(&request);

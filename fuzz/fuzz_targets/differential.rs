@@ -67,7 +67,7 @@ fn files() -> &'static [PolicyFile] {
 
 fn engine_view(decision: &Decision) -> ReferenceDecision {
     ReferenceDecision {
-        verdict: decision.decision,
+        verdict: decision.verdict,
         capability: decision.capability.as_deref().map(str::to_owned),
         failures: decision
             .reasons

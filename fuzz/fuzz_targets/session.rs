@@ -13,15 +13,15 @@
 
 use std::sync::OnceLock;
 
-use capgate::{LineResult, LoadedPolicy, Session, SessionOptions};
+use capgate::{LineResult, PolicySet, Session, SessionOptions};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 /// Lines read from one input at most.
 const MAX_LINES: usize = 64;
 
-fn policy() -> &'static LoadedPolicy {
-    static POLICY: OnceLock<LoadedPolicy> = OnceLock::new();
+fn policy() -> &'static PolicySet {
+    static POLICY: OnceLock<PolicySet> = OnceLock::new();
     POLICY.get_or_init(|| {
         capgate_fuzz::corpus_loader()
             .finish()

@@ -2,7 +2,7 @@
 //! revision against its embedded manifest, and the verifier on every program — without the
 //! policy compiler.
 //!
-//! - `decode_capc` reads bytes into a [`CompiledPolicy`] (the skills plus the names of the
+//! - `decode_capc` reads bytes into a [`CapcContents`] (the skills plus the names of the
 //!   source files their locations point into), or a [`CapcError`]. `compile::load_capc`, the
 //!   entry point, then compiles each skill's embedded manifest and compares (see
 //!   `docs/bytecode.md`); a policy straight from this decoder has not been checked that way.
@@ -66,7 +66,7 @@ const MAX_AUTONOMY: u8 = 100;
 
 /// What a `.capc` file holds: compiled skills, ready for an engine.
 #[derive(Debug, Clone)]
-pub struct CompiledPolicy {
+pub struct CapcContents {
     /// The skills, verified, in the order they were written.
     pub skills: Vec<CompiledSkill>,
     /// The source files the skills were compiled from (the files their locations name).
@@ -215,7 +215,7 @@ fn mismatch_message(skill: &str, capability: Option<&str>) -> String {
 pub(crate) fn decode_capc(
     bytes: &[u8],
     limits: &Limits,
-) -> Result<(CompiledPolicy, MatcherCache), CapcError> {
+) -> Result<(CapcContents, MatcherCache), CapcError> {
     limits.check()?;
     let mut header = Reader::new(bytes, 0);
     if header.take(MAGIC.len(), "the magic bytes").ok() != Some(MAGIC.as_slice()) {
@@ -272,7 +272,7 @@ pub(crate) fn decode_capc(
         return Err(reader.malformed("trailing bytes after the last skill"));
     }
     Ok((
-        CompiledPolicy {
+        CapcContents {
             skills,
             source_files: reader.files,
             written_by,

@@ -15,7 +15,7 @@
 //! building regexes again.
 
 use super::{CompileError, Reported, compile_skill_sharing};
-use crate::bytecode::decode::{CapcError, CompiledPolicy, decode_capc};
+use crate::bytecode::decode::{CapcContents, CapcError, decode_capc};
 use crate::bytecode::encode::encode_without_locations;
 use crate::bytecode::matcher::MatcherCache;
 use crate::bytecode::program::CompiledSkill;
@@ -26,7 +26,7 @@ use crate::span::{FileId, SourceMap};
 /// checksum, every field, revisions, the verifier), then each skill compiled again from its
 /// embedded manifest and compared with the decoded one. All or nothing: the first problem
 /// rejects the whole file.
-pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CompiledPolicy, CapcError> {
+pub fn load_capc(bytes: &[u8], limits: &Limits) -> Result<CapcContents, CapcError> {
     let (policy, mut matchers) = decode_capc(bytes, limits)?;
     for skill in &policy.skills {
         check_against_manifest(skill, limits, &mut matchers)?;

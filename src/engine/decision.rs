@@ -28,15 +28,6 @@ impl Verdict {
             Verdict::ApprovalRequired => "approval_required",
         }
     }
-
-    /// The CLI exit code for this verdict (SPEC §8).
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Verdict::Allow => 0,
-            Verdict::Deny => 1,
-            Verdict::ApprovalRequired => 3,
-        }
-    }
 }
 
 impl fmt::Display for Verdict {
@@ -172,8 +163,10 @@ impl Reason {
 /// The engine's answer for one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
-    /// What the caller must do. In observe mode this is always `allow`.
-    pub decision: Verdict,
+    /// What the caller must do (serialized as `"decision"`). In observe mode this is always
+    /// `allow`.
+    #[serde(rename = "decision")]
+    pub verdict: Verdict,
     /// The skill the request named.
     pub skill: Name,
     /// On allow (and approval_required), the capability that decided.
@@ -192,7 +185,7 @@ impl Decision {
     /// A deny with the given reasons.
     pub fn deny(skill: Name, reasons: Vec<Reason>) -> Self {
         Decision {
-            decision: Verdict::Deny,
+            verdict: Verdict::Deny,
             skill,
             capability: None,
             grant: None,
@@ -208,7 +201,7 @@ impl Decision {
         let mut out = String::new();
         let verdict = match decision.observed {
             Some(observed) => format!("allow (observe mode: would be {observed})"),
-            None => decision.decision.to_string(),
+            None => decision.verdict.to_string(),
         };
         out.push_str(&verdict);
         // The skill and grant come from the request: escaped, so they cannot start a line.
@@ -243,6 +236,6 @@ impl Decision {
 
     /// The decision that was (or, in observe mode, would have been) enforced.
     pub fn effective(&self) -> Verdict {
-        self.observed.unwrap_or(self.decision)
+        self.observed.unwrap_or(self.verdict)
     }
 }

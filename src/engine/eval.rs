@@ -672,7 +672,7 @@ impl Engine {
             None
         };
         reason.map(|reason| Decision {
-            decision: Verdict::ApprovalRequired,
+            verdict: Verdict::ApprovalRequired,
             skill: skill.name.clone(),
             capability: Some(capability.name.clone()),
             grant: None,
@@ -795,7 +795,7 @@ pub use crate::limits::MAX_RATE_LIMITS;
 #[inline]
 fn allow(skill: &CompiledSkill, capability: &CompiledCapability, grant: Option<&str>) -> Decision {
     Decision {
-        decision: Verdict::Allow,
+        verdict: Verdict::Allow,
         skill: skill.name.clone(),
         capability: Some(capability.name.clone()),
         grant: grant.map(Arc::from),

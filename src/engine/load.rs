@@ -51,7 +51,7 @@ fn render(diagnostics: &[Diagnostic]) -> String {
 
 /// A parsed and compiled policy set.
 #[derive(Debug, Clone)]
-pub struct LoadedPolicy {
+pub struct PolicySet {
     /// The compiled skills.
     pub skills: Vec<CompiledSkill>,
     /// The files they came from.
@@ -316,7 +316,7 @@ impl PolicyLoader {
     }
 
     /// Adds every path and compiles: the one-call form of `add_path` + `finish`.
-    pub fn finish_paths(mut self, paths: &[&Path]) -> Result<LoadedPolicy, LoadError> {
+    pub fn finish_paths(mut self, paths: &[&Path]) -> Result<PolicySet, LoadError> {
         for path in paths {
             self.add_path(path);
         }
@@ -324,7 +324,7 @@ impl PolicyLoader {
     }
 
     /// Compiles everything added; fails with every problem found.
-    pub fn finish(mut self) -> Result<LoadedPolicy, LoadError> {
+    pub fn finish(mut self) -> Result<PolicySet, LoadError> {
         let files: Vec<PolicyFile> = self.files.iter().map(|(f, _)| f.clone()).collect();
         if self.diagnostics.is_empty() && files.iter().all(|f| f.skills.is_empty()) {
             // Nothing to load is an error: an empty policy would deny everything silently.
@@ -338,7 +338,7 @@ impl PolicyLoader {
         let compiled = crate::compile::compile_skills(&files, &self.sources, &self.limits);
         let compiled = compiled.map(|skills| self.join_compiled(skills));
         match compiled {
-            Ok(skills) if self.diagnostics.is_empty() => Ok(LoadedPolicy {
+            Ok(skills) if self.diagnostics.is_empty() => Ok(PolicySet {
                 skills,
                 sources: self.sources,
             }),
@@ -375,15 +375,15 @@ impl PolicyLoader {
     }
 }
 
-impl From<crate::bytecode::decode::CompiledPolicy> for LoadedPolicy {
+impl From<crate::bytecode::decode::CapcContents> for PolicySet {
     /// A policy loaded from a `.capc` file; the source map names the files the skills were
     /// compiled from (their text is not stored, so it is empty).
-    fn from(policy: crate::bytecode::decode::CompiledPolicy) -> Self {
+    fn from(policy: crate::bytecode::decode::CapcContents) -> Self {
         let mut sources = SourceMap::new();
         for file in policy.source_files {
             sources.add(file, "");
         }
-        LoadedPolicy {
+        PolicySet {
             skills: policy.skills,
             sources,
         }

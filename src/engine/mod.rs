@@ -1,7 +1,7 @@
 //! The facade: [`Engine`], built once from policies and a clock, deciding [`Request`]s.
 //!
 //! - [`PolicyLoader`] reads `.cap` files, JSON manifests and directories into a
-//!   [`LoadedPolicy`] (or a [`LoadError`] listing every problem).
+//!   [`PolicySet`] (or a [`LoadError`] listing every problem).
 //! - [`Engine`] decides requests (`check`), from many threads at once. A *stateless* engine
 //!   (no state store) evaluates resource, operation, constraints and gating only — what
 //!   `capgate check` does. A *stateful* engine also enforces lifetimes, grants, transactions,
@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
 pub use eval::CandidateTrace;
-pub use load::{Diagnostic, LoadError, LoadedPolicy, PolicyFormat, PolicyLoader};
+pub use load::{Diagnostic, LoadError, PolicyFormat, PolicyLoader, PolicySet};
 pub use request::{
     Request, RequestError, depth_exceeds, parse_json_slice_with_depth, parse_json_with_depth,
     parse_strict_json,
@@ -107,21 +107,21 @@ type NameHashBuild = std::hash::BuildHasherDefault<NameHash>;
 
 /// The loaded skills, indexed by name for O(1) lookup.
 #[derive(Debug)]
-pub struct PolicySet {
+pub struct SkillIndex {
     skills: Vec<Arc<CompiledSkill>>,
     by_name: HashMap<Name, usize, NameHashBuild>,
     sources: SourceMap,
 }
 
-impl PolicySet {
-    fn new(loaded: LoadedPolicy) -> Self {
+impl SkillIndex {
+    fn new(loaded: PolicySet) -> Self {
         let skills: Vec<Arc<CompiledSkill>> = loaded.skills.into_iter().map(Arc::new).collect();
         let by_name = skills
             .iter()
             .enumerate()
             .map(|(i, s)| (s.name.clone(), i))
             .collect();
-        PolicySet {
+        SkillIndex {
             skills,
             by_name,
             sources: loaded.sources,
@@ -179,7 +179,7 @@ pub const MIN_RATE_KEY_SECRET_BYTES: usize = 16;
 /// How an engine is put together.
 #[derive(Debug)]
 pub struct EngineBuilder {
-    policy: LoadedPolicy,
+    policy: PolicySet,
     clock: Option<Arc<dyn Clock>>,
     state: Option<Arc<dyn StateStore>>,
     audit: Option<Arc<dyn AuditSink>>,
@@ -244,7 +244,7 @@ impl EngineBuilder {
 
     /// Builds the engine.
     pub fn build(self) -> Engine {
-        let policy = PolicySet::new(self.policy);
+        let policy = SkillIndex::new(self.policy);
         let mut history = HashMap::new();
         for skill in &policy.skills {
             history.insert((skill.name.clone(), skill.revision), skill.clone());
@@ -298,7 +298,7 @@ impl Named {
 }
 
 /// The (skill, capability) pairs of `old` that `new` lacks.
-fn removed_capabilities(old: &PolicySet, new: &PolicySet) -> Vec<(Name, Name)> {
+fn removed_capabilities(old: &SkillIndex, new: &SkillIndex) -> Vec<(Name, Name)> {
     let mut removed = Vec::new();
     for skill in old.skills() {
         let kept = new.skill(&skill.name);
@@ -321,7 +321,7 @@ const SNAPSHOTS_PER_THREAD: usize = 8;
 struct Snapshot {
     engine: u64,
     generation: u64,
-    policy: Arc<PolicySet>,
+    policy: Arc<SkillIndex>,
 }
 
 thread_local! {
@@ -340,7 +340,7 @@ pub struct Engine {
     // INVARIANT (policy-generation): a thread that reads generation `g` with Acquire and then
     // reads `policy` sees a policy at least as new as the one current when `g` was published.
     generation: AtomicU64,
-    policy: RwLock<Arc<PolicySet>>,
+    policy: RwLock<Arc<SkillIndex>>,
     /// Every revision of every skill ever loaded, for grants pinned to an older one. Its write
     /// lock is held through a whole reload, its read lock through a grant's issue: a grant is
     /// issued either before a reload withdraws its capability (and is withdrawn with it) or
@@ -364,7 +364,7 @@ pub struct Engine {
 
 impl Engine {
     /// Starts building an engine around a loaded policy.
-    pub fn builder(policy: LoadedPolicy) -> EngineBuilder {
+    pub fn builder(policy: PolicySet) -> EngineBuilder {
         EngineBuilder {
             policy,
             clock: None,
@@ -377,7 +377,7 @@ impl Engine {
     }
 
     /// The current policy.
-    pub fn policy(&self) -> Arc<PolicySet> {
+    pub fn policy(&self) -> Arc<SkillIndex> {
         self.policy
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -398,8 +398,8 @@ impl Engine {
     /// only where both the old and the new capability allow. A capability the new policy lacks
     /// is withdrawn in the state store: its grants so far stay void even if a later reload adds
     /// it back (SPEC §5.2). Revocations survive reloads.
-    pub fn reload(&self, policy: LoadedPolicy) {
-        let policy = PolicySet::new(policy);
+    pub fn reload(&self, policy: PolicySet) {
+        let policy = SkillIndex::new(policy);
         // Held until the new policy is in place and its removals are recorded, so that no grant
         // is issued under the old policy after its capability was withdrawn.
         let mut history = self.history.write().unwrap_or_else(PoisonError::into_inner);
@@ -473,7 +473,7 @@ impl Engine {
     /// against the reload generation with one atomic load; after a reload (or on a thread's
     /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
     /// which the construction below rules out; callers fail closed on it anyway.
-    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&PolicySet) -> R) -> Option<R> {
+    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&SkillIndex) -> R) -> Option<R> {
         let generation = self.generation.load(Ordering::Acquire);
         // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
         let mut slot = Some(f);
@@ -864,9 +864,9 @@ impl Engine {
 
     /// Applies observe mode to a computed decision.
     fn finish(&self, mut decision: Decision) -> Decision {
-        if self.observe && decision.decision != Verdict::Allow {
-            decision.observed = Some(decision.decision);
-            decision.decision = Verdict::Allow;
+        if self.observe && decision.verdict != Verdict::Allow {
+            decision.observed = Some(decision.verdict);
+            decision.verdict = Verdict::Allow;
         }
         decision
     }
@@ -883,7 +883,7 @@ impl Engine {
         let agent_id = request.agent.get("id").and_then(|v| v.as_str());
         sink.record(&AuditRecord {
             time: self.clock.now(),
-            decision: decision.decision,
+            decision: decision.verdict,
             observed: decision.observed,
             skill: request.skill,
             capability: decision.capability.as_deref(),
@@ -942,7 +942,7 @@ mod tests {
         )
         .build();
         let request = Request::new("s", "call", "tool:t");
-        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+        assert_eq!(engine.check(&request).verdict, Verdict::Allow);
         std::fs::write(
             &file,
             "skill \"s\" { version \"1\" capability \"c\" { resource tool }",
@@ -950,11 +950,11 @@ mod tests {
         .unwrap();
         let error = engine.reload_paths(&[&file]).unwrap_err();
         assert!(!error.diagnostics.is_empty());
-        assert_eq!(engine.check(&request).decision, Verdict::Allow);
+        assert_eq!(engine.check(&request).verdict, Verdict::Allow);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    fn loaded(text: &str) -> LoadedPolicy {
+    fn loaded(text: &str) -> PolicySet {
         let mut loader = PolicyLoader::new(Limits::DEFAULT);
         loader.add_text("p.cap", text.to_owned(), PolicyFormat::Cap, None);
         loader.finish().unwrap()
@@ -968,11 +968,11 @@ mod tests {
         ))
         .build();
         let decision = engine.check(&Request::new("no-such-skill", "call", "tool:t"));
-        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.verdict, Verdict::Deny);
         assert_eq!(&*decision.skill, "no-such-skill");
         assert!(!decision.skill.is_interned());
         let refused = engine.check_slice(br#"{"skill":"unread-skill","skill":"twice"}"#);
-        assert_eq!(refused.decision, Verdict::Deny);
+        assert_eq!(refused.verdict, Verdict::Deny);
         assert!(!refused.skill.is_interned());
     }
 
@@ -1031,7 +1031,7 @@ mod tests {
 
     impl AuditSink for Nested {
         fn record(&self, _: &AuditRecord<'_>) {
-            let verdict = self.engine.check_slice(self.bytes).decision;
+            let verdict = self.engine.check_slice(self.bytes).verdict;
             self.verdicts
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -1064,11 +1064,11 @@ mod tests {
             ),
         ];
         for (bytes, verdict) in outer {
-            assert_eq!(engine.check_slice(bytes).decision, verdict);
+            assert_eq!(engine.check_slice(bytes).verdict, verdict);
         }
         assert_eq!(*sink.verdicts.lock().unwrap(), vec![Verdict::Allow; 3]);
         // The thread's tape is back in its slot and still decides.
-        assert_eq!(sink.engine.check_slice(inner).decision, Verdict::Allow);
+        assert_eq!(sink.engine.check_slice(inner).verdict, Verdict::Allow);
     }
 
     #[test]
@@ -1115,9 +1115,9 @@ mod tests {
             let (engine, request, to_main) = (&engine, &request, to_main.clone());
             scope.spawn(move || {
                 // Warm this thread's snapshot, then decide again after the reload.
-                to_main.send(engine.check(request).decision).unwrap();
+                to_main.send(engine.check(request).verdict).unwrap();
                 from_main.recv().unwrap();
-                to_main.send(engine.check(request).decision).unwrap();
+                to_main.send(engine.check(request).verdict).unwrap();
             });
             assert_eq!(from_worker.recv().unwrap(), Verdict::Allow);
             engine.reload(loaded(deny));
@@ -1125,7 +1125,7 @@ mod tests {
             assert_eq!(from_worker.recv().unwrap(), Verdict::Deny);
         });
         // And on this thread, whose snapshot was never taken before the reload.
-        assert_eq!(engine.check(&request).decision, Verdict::Deny);
+        assert_eq!(engine.check(&request).verdict, Verdict::Deny);
     }
 
     #[test]

@@ -42,11 +42,11 @@ fn nfc_and_nfd_spellings_are_different_strings() {
     // compares strings byte for byte and does not normalise (docs/semantics.md).
     let engine = engine("fieldEquals payload.name == \"caf\\u00e9\"");
     assert_eq!(
-        decide(&engine, json!({"name": "caf\u{e9}"})).decision,
+        decide(&engine, json!({"name": "caf\u{e9}"})).verdict,
         Verdict::Allow
     );
     let denied = decide(&engine, json!({"name": "cafe\u{301}"}));
-    assert_eq!(denied.decision, Verdict::Deny);
+    assert_eq!(denied.verdict, Verdict::Deny);
     assert_eq!(denied.reasons[0].constraint.as_str(), "fieldEquals");
 }
 
@@ -58,10 +58,10 @@ fn odd_keys_are_reached_only_through_quoted_segments() {
     fieldEquals payload["[*]"] == 3"#,
     );
     let payload = json!({"a.b": 1, "": 2, "[*]": 3, "a": {"b": 9}});
-    assert_eq!(decide(&engine, payload).decision, Verdict::Allow);
+    assert_eq!(decide(&engine, payload).verdict, Verdict::Allow);
     // `payload.a.b` is a different path from `payload["a.b"]`.
     let denied = decide(&engine, json!({"a": {"b": 1}, "": 2, "[*]": 3}));
-    assert_eq!(denied.decision, Verdict::Deny);
+    assert_eq!(denied.verdict, Verdict::Deny);
     assert_eq!(denied.reasons[0].path.as_deref(), Some("payload[\"a.b\"]"));
 }
 
@@ -70,12 +70,12 @@ fn wildcards_scan_arrays_up_to_the_limit_and_deny_one_past_it() {
     let engine = engine("fieldRange payload.items[*] >= 0");
     let at_limit: Vec<Value> = vec![json!(1); Limits::DEFAULT.max_array_scan];
     assert_eq!(
-        decide(&engine, json!({ "items": at_limit })).decision,
+        decide(&engine, json!({ "items": at_limit })).verdict,
         Verdict::Allow
     );
     let past: Vec<Value> = vec![json!(1); Limits::DEFAULT.max_array_scan + 1];
     let denied = decide(&engine, json!({ "items": past }));
-    assert_eq!(denied.decision, Verdict::Deny);
+    assert_eq!(denied.verdict, Verdict::Deny);
     assert_eq!(denied.reasons[0].constraint.as_str(), "input");
 }
 
@@ -84,11 +84,11 @@ fn schema_string_lengths_count_code_points_not_bytes() {
     let engine = engine(r#"payloadSchema { "properties": { "s": { "maxLength": 2 } } }"#);
     // Two code points, eight bytes.
     assert_eq!(
-        decide(&engine, json!({"s": "😀😀"})).decision,
+        decide(&engine, json!({"s": "😀😀"})).verdict,
         Verdict::Allow
     );
     assert_eq!(
-        decide(&engine, json!({"s": "😀😀😀"})).decision,
+        decide(&engine, json!({"s": "😀😀😀"})).verdict,
         Verdict::Deny
     );
 }
@@ -97,12 +97,12 @@ fn schema_string_lengths_count_code_points_not_bytes() {
 fn case_insensitive_regexes_fold_unicode_case() {
     let engine = engine("fieldMatches payload.city ~ /zürich/i");
     assert_eq!(
-        decide(&engine, json!({"city": "ZÜRICH"})).decision,
+        decide(&engine, json!({"city": "ZÜRICH"})).verdict,
         Verdict::Allow
     );
     // Whole-value match: a longer string does not match.
     assert_eq!(
-        decide(&engine, json!({"city": "Zürich!"})).decision,
+        decide(&engine, json!({"city": "Zürich!"})).verdict,
         Verdict::Deny
     );
 }
@@ -114,10 +114,10 @@ fn numbers_compare_exactly_at_the_float_precision_edge() {
     // though it rounds to 2^53 as a float.
     for n in ["9007199254740992", "9007199254740992.0"] {
         let payload: Value = serde_json::from_str(&format!(r#"{{"n": {n}}}"#)).unwrap();
-        assert_eq!(decide(&engine, payload).decision, Verdict::Allow, "{n}");
+        assert_eq!(decide(&engine, payload).verdict, Verdict::Allow, "{n}");
     }
     let payload: Value = serde_json::from_str(r#"{"n": 9007199254740993}"#).unwrap();
-    assert_eq!(decide(&engine, payload).decision, Verdict::Deny);
+    assert_eq!(decide(&engine, payload).verdict, Verdict::Deny);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ fn from_bytes(engine: &Engine, payload: &str) -> (Verdict, String) {
         .reasons
         .first()
         .map_or_else(String::new, |r| r.constraint.as_str().to_owned());
-    (decision.decision, first)
+    (decision.verdict, first)
 }
 
 fn nested_arrays(depth: usize) -> String {
@@ -437,7 +437,7 @@ fn every_limits_field_is_honoured_end_to_end() {
             .reasons
             .first()
             .map_or_else(String::new, |r| r.constraint.as_str().to_owned());
-        (decision.decision, first)
+        (decision.verdict, first)
     };
     for (refuse, expected) in [(true, &input), (false, &allow)] {
         let engine = reads(refuse);
@@ -484,7 +484,7 @@ fn every_limits_field_is_honoured_end_to_end() {
             .reasons
             .first()
             .map_or_else(String::new, |r| r.constraint.as_str().to_owned());
-        (decision.decision, first)
+        (decision.verdict, first)
     };
     for (limit, expected) in [(needed, &allow), (needed - 1, &input), (0, &input)] {
         let engine = work(limit);

@@ -164,7 +164,7 @@ fn a_document_parsed_without_refusing_case_variants_is_parsed_again() {
     let doc = tape.parse(input.as_bytes(), 1_000).unwrap();
     assert_eq!(doc.repeats(), Repeats::Exact);
     let decision = engine.check_doc(&doc);
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint.as_str(), "input");
     assert_eq!(decision, engine.check_slice(input.as_bytes()));
 }

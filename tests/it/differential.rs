@@ -1010,7 +1010,7 @@ fn window_edge(skill: &Skill, base: DateTime<Utc>, rng: &mut Rng) -> Option<Date
 
 fn engine_view(decision: &Decision) -> ReferenceDecision {
     ReferenceDecision {
-        verdict: decision.decision,
+        verdict: decision.verdict,
         capability: decision.capability.as_deref().map(str::to_owned),
         failures: decision
             .reasons
@@ -1150,7 +1150,7 @@ fn run_case(seed: u64) {
             for bytes in [&compact, &pretty, &reversed, &escaped] {
                 assert_eq!(from_cap.check_slice_tape_only(bytes), None, "seed {seed}");
                 let decision = from_cap.check_slice(bytes);
-                assert_eq!(decision.decision, Verdict::Deny);
+                assert_eq!(decision.verdict, Verdict::Deny);
                 assert_eq!(
                     engine_view(&decision).failures,
                     [ReferenceFailure {

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use capgate::{
-    Decision, Engine, InMemoryStore, Limits, LoadedPolicy, PolicyFormat, PolicyLoader, ReasonKind,
+    Decision, Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader, PolicySet, ReasonKind,
     SimulatedClock, Verdict,
 };
 use chrono::{DateTime, Duration, Utc};
@@ -33,7 +33,7 @@ fn at(text: &str) -> DateTime<Utc> {
     capgate::parse_timestamp(text).unwrap()
 }
 
-fn load(cap: &str) -> LoadedPolicy {
+fn load(cap: &str) -> PolicySet {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("test.cap", cap.to_owned(), PolicyFormat::Cap, None);
     loader
@@ -111,7 +111,7 @@ fn kinds(decision: &Decision) -> Vec<&'static str> {
 #[track_caller]
 fn assert_allow(decision: &Decision) {
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::Allow,
         "expected allow, got {decision:#?}"
     );
@@ -122,7 +122,7 @@ fn assert_allow(decision: &Decision) {
 #[track_caller]
 fn assert_deny(decision: &Decision, constraint: ReasonKind) {
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::Deny,
         "expected deny ({constraint}), got {decision:#?}"
     );
@@ -137,7 +137,7 @@ fn assert_deny(decision: &Decision, constraint: ReasonKind) {
 #[track_caller]
 fn assert_approval(decision: &Decision, constraint: ReasonKind) {
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::ApprovalRequired,
         "expected approval_required ({constraint}), got {decision:#?}"
     );
@@ -161,14 +161,14 @@ fn tool_skill(constraints: &str) -> String {
 
 /// The verdict of a stateless engine over `tool_skill(constraints)` for `payload`.
 fn verdict(constraints: &str, payload: Value) -> Verdict {
-    decide(&engine(&tool_skill(constraints)), &tool(payload)).decision
+    decide(&engine(&tool_skill(constraints)), &tool(payload)).verdict
 }
 
 #[track_caller]
 fn holds(constraints: &str, payload: Value) {
     let decision = decide(&engine(&tool_skill(constraints)), &tool(payload.clone()));
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::Allow,
         "`{constraints}` should hold for {payload}: {decision:#?}"
     );
@@ -178,7 +178,7 @@ fn holds(constraints: &str, payload: Value) {
 fn fails(constraints: &str, payload: Value, constraint: ReasonKind) {
     let decision = decide(&engine(&tool_skill(constraints)), &tool(payload.clone()));
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::Deny,
         "`{constraints}` should fail for {payload}: {decision:#?}"
     );
@@ -502,7 +502,7 @@ skill "s" {
   }
 }"#;
     let decision = decide(&engine(cap), &tool(json!({"a": 2, "b": 2, "c": "y"})));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(kinds(&decision), vec!["fieldEquals", "fieldMatches"]);
     assert_eq!(decision.reasons[0].capability.as_deref(), Some("one"));
     assert_eq!(decision.reasons[0].path.as_deref(), Some("payload.a"));
@@ -762,7 +762,7 @@ fn regression_optional_on_absent_payload_agent_or_context_holds() {
 fn holds_request(constraints: &str, request: Value) {
     let decision = decide(&engine(&tool_skill(constraints)), &request);
     assert_eq!(
-        decision.decision,
+        decision.verdict,
         Verdict::Allow,
         "`{constraints}`: {decision:#?}"
     );
@@ -1269,7 +1269,7 @@ proptest! {
             (format!("{}.0", bound - 1), -1),
         ] {
             let payload: Value = serde_json::from_str(&format!(r#"{{"n": {text}}}"#)).unwrap();
-            let allowed = |e: &Engine| decide(e, &tool(payload.clone())).decision == Verdict::Allow;
+            let allowed = |e: &Engine| decide(e, &tool(payload.clone())).verdict == Verdict::Allow;
             prop_assert_eq!(allowed(&engine_le), cmp <= 0, "{} <= {}", text, bound);
             prop_assert_eq!(allowed(&engine_lt), cmp < 0, "{} < {}", text, bound);
             prop_assert_eq!(allowed(&engine_ge), cmp >= 0, "{} >= {}", text, bound);
@@ -1284,7 +1284,7 @@ proptest! {
         let value = u64::MAX - 3 + delta;
         let engine = engine(&tool_skill(&format!("fieldRange payload.n <= {bound}")));
         let payload: Value = serde_json::from_str(&format!(r#"{{"n": {value}}}"#)).unwrap();
-        let allowed = decide(&engine, &tool(payload)).decision == Verdict::Allow;
+        let allowed = decide(&engine, &tool(payload)).verdict == Verdict::Allow;
         prop_assert_eq!(allowed, value <= bound);
     }
 
@@ -1293,9 +1293,9 @@ proptest! {
     fn equality_crosses_number_forms_but_not_strings(n in -(1i64 << 53)..(1i64 << 53)) {
         let engine = engine(&tool_skill(&format!("fieldEquals payload.n == {n}")));
         let float: Value = serde_json::from_str(&format!(r#"{{"n": {n}.0}}"#)).unwrap();
-        prop_assert_eq!(decide(&engine, &tool(float)).decision, Verdict::Allow);
-        prop_assert_eq!(decide(&engine, &tool(json!({"n": n.to_string()}))).decision, Verdict::Deny);
-        prop_assert_eq!(decide(&engine, &tool(json!({"n": n + 1}))).decision, Verdict::Deny);
+        prop_assert_eq!(decide(&engine, &tool(float)).verdict, Verdict::Allow);
+        prop_assert_eq!(decide(&engine, &tool(json!({"n": n.to_string()}))).verdict, Verdict::Deny);
+        prop_assert_eq!(decide(&engine, &tool(json!({"n": n + 1}))).verdict, Verdict::Deny);
     }
 }
 
@@ -1305,7 +1305,7 @@ proptest! {
 
 fn window_verdict(window: &str, now: &str) -> Verdict {
     let engine = engine(&tool_skill(&format!("wallClockWindow {window}")));
-    decide(&engine, &with(tool(json!({})), "time", json!(now))).decision
+    decide(&engine, &with(tool(json!({})), "time", json!(now))).verdict
 }
 
 #[test]
@@ -1431,7 +1431,7 @@ proptest! {
         let engine = engine(&tool_skill(&format!("wallClockWindow {w}")));
         let now = at("2026-12-01T00:00:00Z") + Duration::minutes(i64::from(probe));
         let request = with(tool(json!({})), "time", json!(now.to_rfc3339()));
-        let allowed = decide(&engine, &request).decision == Verdict::Allow;
+        let allowed = decide(&engine, &request).verdict == Verdict::Allow;
         prop_assert_eq!(allowed, probe >= start && probe < end, "{} at minute {}", w, probe);
     }
 }
@@ -2432,7 +2432,7 @@ proptest! {
             clock.set(at(T0) + Duration::milliseconds(now));
             let in_window = allowed.iter().filter(|&&t| t > now - 10_000 && t <= now).count();
             let expect = (in_window as u64) < n;
-            let got = decide(&engine, &ok_call()).decision == Verdict::Allow;
+            let got = decide(&engine, &ok_call()).verdict == Verdict::Allow;
             prop_assert_eq!(got, expect, "at {}ms with {:?}", now, allowed);
             if got {
                 allowed.push(now);
@@ -2449,13 +2449,13 @@ proptest! {
 fn observe_mode_returns_allow_with_the_observed_decision_and_reasons() {
     let (engine, _clock) = observing(&gated("risk high", ""));
     let decision = decide(&engine, &tool(json!({"ok": false})));
-    assert_eq!(decision.decision, Verdict::Allow);
+    assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.observed, Some(Verdict::Deny));
     assert_eq!(kinds(&decision), vec!["fieldEquals"]);
     assert_eq!(decision.effective(), Verdict::Deny);
 
     let decision = decide(&engine, &tool(json!({"ok": true})));
-    assert_eq!(decision.decision, Verdict::Allow);
+    assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.observed, Some(Verdict::ApprovalRequired));
     assert_eq!(kinds(&decision), vec!["risk"]);
 
@@ -2463,7 +2463,7 @@ fn observe_mode_returns_allow_with_the_observed_decision_and_reasons() {
         &engine,
         &with(tool(json!({"ok": true})), "autonomy", json!(80)),
     );
-    assert_eq!(decision.decision, Verdict::Allow);
+    assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.observed, None);
 }
 
@@ -2486,7 +2486,7 @@ fn observe_mode_consumes_only_what_an_allow_would() {
     assert_eq!(decision.grant.as_deref(), Some("g"));
     // The grant is used up now: observed `lifetime`.
     let decision = decide(&engine, &granted("g"));
-    assert_eq!(decision.decision, Verdict::Allow);
+    assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.observed, Some(Verdict::Deny));
     assert_eq!(kinds(&decision), vec!["lifetime"]);
 }
@@ -2495,7 +2495,7 @@ fn observe_mode_consumes_only_what_an_allow_would() {
 fn observe_mode_applies_to_unknown_skills_and_bad_input_too() {
     let (engine, _clock) = observing(&lifetime_skill("process"));
     let decision = decide(&engine, &with(tool(json!({})), "skill", json!("x")));
-    assert_eq!(decision.decision, Verdict::Allow);
+    assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.observed, Some(Verdict::Deny));
     assert_eq!(kinds(&decision), vec!["unknownSkill"]);
 }
@@ -2949,13 +2949,13 @@ proptest! {
                     };
                     match expected {
                         Ok(()) => {
-                            prop_assert_eq!(decision.decision, Verdict::Allow, "{:?}", decision);
+                            prop_assert_eq!(decision.verdict, Verdict::Allow, "{:?}", decision);
                             if let Some(grant) = &mut grants[token] {
                                 grant.1 += 1;
                             }
                         }
                         Err(kind) => {
-                            prop_assert_eq!(decision.decision, Verdict::Deny, "{:?}", decision);
+                            prop_assert_eq!(decision.verdict, Verdict::Deny, "{:?}", decision);
                             prop_assert_eq!(kinds(&decision), vec![kind], "{:?}", decision);
                         }
                     }
@@ -3187,7 +3187,7 @@ fn a_clock_outside_the_supported_range_says_so() {
         let (engine, clock) = stateful(&policy("rateLimit 5 per minute"));
         clock.set(at(time));
         let decision = decide(&engine, &tool(json!({})));
-        assert_eq!(decision.decision, Verdict::Deny, "{time}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{time}");
         assert_eq!(kinds(&decision), ["rateLimit"]);
         assert_eq!(
             decision.reasons[0].message,
@@ -3198,14 +3198,14 @@ fn a_clock_outside_the_supported_range_says_so() {
         let (engine, clock) = stateful(&policy("rateLimit 5 per minute burst 2"));
         clock.set(at(time));
         assert_eq!(
-            decide(&engine, &tool(json!({}))).decision,
+            decide(&engine, &tool(json!({}))).verdict,
             Verdict::Allow,
             "{time}"
         );
     }
     // Within the range, a refusal is the limit's own.
     let (engine, _clock) = stateful(&policy("rateLimit 1 per minute"));
-    assert_eq!(decide(&engine, &tool(json!({}))).decision, Verdict::Allow);
+    assert_eq!(decide(&engine, &tool(json!({}))).verdict, Verdict::Allow);
     let decision = decide(&engine, &tool(json!({})));
     assert_eq!(
         decision.reasons[0].message,

@@ -14,13 +14,13 @@
 
 use std::path::{Path, PathBuf};
 
-use capgate::{Limits, LoadedPolicy, PolicyLoader, Session, SessionOptions};
+use capgate::{Limits, PolicyLoader, PolicySet, Session, SessionOptions};
 
 fn policies_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("policies")
 }
 
-fn load_policies() -> LoadedPolicy {
+fn load_policies() -> PolicySet {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_path(&policies_dir());
     match loader.finish() {

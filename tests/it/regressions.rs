@@ -45,7 +45,7 @@ fn regression_optional_difference_fails_on_repeated_query_parameter_when_other_s
     let mut request = Request::new("s", "GET", "https://api.example.com/items/1?q=a&q=b");
     request.payload = json!({});
     let decision = engine.check(&request);
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
     assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
 }
 
@@ -57,7 +57,7 @@ fn regression_optional_difference_fails_on_wrong_shape_when_other_side_absent() 
     let mut request = Request::new("s", "GET", "https://api.example.com/items/1");
     request.payload = json!({ "start": "not an object" });
     let decision = engine.check(&request);
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
     assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
 }
 
@@ -68,9 +68,9 @@ fn regression_optional_difference_still_holds_when_only_absent() {
     let engine = difference_policy("optional fieldRange payload.end - payload.start >= 1s");
     let mut request = Request::new("s", "GET", "https://api.example.com/items/1");
     request.payload = json!({});
-    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    assert_eq!(engine.check(&request).verdict, Verdict::Allow);
     request.payload = json!({ "end": "2026-12-01T12:00:00Z" });
-    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    assert_eq!(engine.check(&request).verdict, Verdict::Allow);
 }
 
 const TOOL_POLICY: &str = r#"skill "s" {
@@ -88,18 +88,18 @@ fn regression_a_request_given_as_a_json_array_is_refused_not_read_by_position() 
     // `deny_unknown_fields` does not apply: this array was decided, and allowed.
     let engine = engine(TOOL_POLICY);
     let as_object = br#"{"skill":"s","operation":"call","resource":"tool:x"}"#;
-    assert_eq!(engine.check_slice(as_object).decision, Verdict::Allow);
+    assert_eq!(engine.check_slice(as_object).verdict, Verdict::Allow);
     for bytes in [
         &br#"["s",null,"call","tool:x"]"#[..],
         &br#" ["s",null,"call","tool:x",null,null,null,null,null,null,null] "#[..],
     ] {
         let decision = engine.check_slice(bytes);
-        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.verdict, Verdict::Deny);
         assert_eq!(decision.reasons[0].constraint.as_str(), "input");
         assert!(Request::from_slice(bytes, &capgate::Limits::DEFAULT).is_err());
     }
     let decision = engine.check_value(json!(["s", null, "call", "tool:x"]));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint.as_str(), "input");
 }
 
@@ -124,7 +124,7 @@ fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
         "x".repeat(100)
     );
     let decision = engine.check_slice(body.as_bytes());
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint.as_str(), "input");
     assert_eq!(&*decision.skill, "");
 }
@@ -163,7 +163,7 @@ fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bo
                 "skill": "s", "operation": "call", "resource": "tool:x",
                 "agent": {"id": agent},
             }))
-            .decision
+            .verdict
     };
     // Twenty minutes, each with 5,000 new agents: 100,000 keys, at most 5,000 busy at once.
     for minute in 0..20 {
@@ -240,8 +240,8 @@ fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_par
     let from_bytes = engine.check_slice(bytes.as_bytes());
     let request = Request::from_slice(bytes.as_bytes(), engine.limits()).unwrap();
     let pre_parsed = engine.check(&request);
-    assert_eq!(pre_parsed.decision, Verdict::Deny, "{pre_parsed:?}");
-    assert_eq!(from_bytes.decision, Verdict::Deny, "{from_bytes:?}");
+    assert_eq!(pre_parsed.verdict, Verdict::Deny, "{pre_parsed:?}");
+    assert_eq!(from_bytes.verdict, Verdict::Deny, "{from_bytes:?}");
     assert_eq!(from_bytes.reasons, pre_parsed.reasons);
     assert_eq!(from_bytes.reasons[0].constraint.as_str(), "input");
     assert!(
@@ -281,7 +281,7 @@ fn regression_a_schema_limit_refuses_the_request_as_input_even_under_not() {
         let call =
             json!({"skill": "s", "operation": "call", "resource": "tool:t", "payload": {"x": 1}});
         let decision = engine.check_value(call);
-        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
         assert_eq!(
             decision.reasons[0].constraint.as_str(),
             "input",
@@ -324,9 +324,9 @@ fn regression_a_number_written_another_way_shares_its_rate_limit() {
     let pre_parsed = |user: &str| {
         engine
             .check(&Request::from_slice(request(user).as_bytes(), engine.limits()).unwrap())
-            .decision
+            .verdict
     };
-    let from_bytes = |user: &str| engine.check_slice(request(user).as_bytes()).decision;
+    let from_bytes = |user: &str| engine.check_slice(request(user).as_bytes()).verdict;
     assert_eq!(pre_parsed("7"), Verdict::Allow);
     for same in ["7.0", "7e0", "70e-1"] {
         assert_eq!(pre_parsed(same), Verdict::Deny, "{same}");
@@ -351,7 +351,7 @@ fn stateful(cap: &str) -> (Engine, Arc<SimulatedClock>) {
     (engine, clock)
 }
 
-fn loaded(cap: &str) -> capgate::LoadedPolicy {
+fn loaded(cap: &str) -> capgate::PolicySet {
     let mut loader = PolicyLoader::default();
     loader.add_text("regression.cap", cap.to_owned(), PolicyFormat::Cap, None);
     loader.finish().unwrap()
@@ -389,10 +389,10 @@ fn regression_a_reload_does_not_free_a_transaction_grant_from_its_transaction() 
     engine
         .issue_grant("s", "c", None, Some("g".into()))
         .unwrap();
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Deny);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Deny);
     engine.reload(loaded(&lifetime_policy("call 1")));
     let decision = with_grant(&engine, "g");
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
     assert!(
         decision.reasons[0]
             .message
@@ -405,7 +405,7 @@ fn regression_a_reload_does_not_free_a_transaction_grant_from_its_transaction() 
         "skill": "s", "operation": "call", "resource": "tool:t", "grant": "g",
         "transaction": "tx",
     }));
-    assert_eq!(inside.decision, Verdict::Allow, "{inside:?}");
+    assert_eq!(inside.verdict, Verdict::Allow, "{inside:?}");
 }
 
 /// Found in review: an expired renewable grant was renewed for the *current* capability's
@@ -421,13 +421,13 @@ fn regression_a_reload_does_not_lengthen_a_grants_renewal() {
     engine.reload(loaded(&lifetime_policy("wallClock 1d renewable")));
     clock.set("2026-12-01T10:02:00Z".parse().unwrap());
     // Expired at 10:01, renewed on use for one minute: to 10:03.
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     engine.reload(loaded(&lifetime_policy("wallClock 1m")));
     clock.set("2026-12-01T10:02:59Z".parse().unwrap());
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     clock.set("2026-12-01T11:00:00Z".parse().unwrap());
     let decision = with_grant(&engine, "g");
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
 }
 
 /// Found in review: a reload that narrowed a capability's lifetime left grants issued before it
@@ -441,11 +441,11 @@ fn regression_a_reload_that_narrows_a_lifetime_to_calls_binds_running_grants() {
         .issue_grant("s", "c", None, Some("g".into()))
         .unwrap();
     // One use before the reload counts against the new `call 2`.
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     engine.reload(loaded(&lifetime_policy("call 2")));
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     let decision = with_grant(&engine, "g");
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
     assert_eq!(decision.reasons[0].constraint.as_str(), "lifetime");
     // The same for `call 5` cut to `call 1`, and from bytes.
     let (engine, _clock) = stateful(&lifetime_policy("call 5"));
@@ -454,9 +454,9 @@ fn regression_a_reload_that_narrows_a_lifetime_to_calls_binds_running_grants() {
         .unwrap();
     engine.reload(loaded(&lifetime_policy("call 1")));
     let call = br#"{"skill":"s","operation":"call","resource":"tool:t","grant":"h"}"#;
-    assert_eq!(engine.check_slice(call).decision, Verdict::Allow);
+    assert_eq!(engine.check_slice(call).verdict, Verdict::Allow);
     let decision = engine.check_slice(call);
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
 }
 
 /// Found with the one above: `call 3` cut to `wallClock 1m`, or `wallClock 1h` to
@@ -474,10 +474,10 @@ fn regression_a_reload_that_narrows_a_lifetime_to_a_duration_expires_running_gra
             .unwrap();
         engine.reload(loaded(&lifetime_policy("wallClock 1m")));
         clock.set("2026-12-01T10:00:59Z".parse().unwrap());
-        assert_eq!(with_grant(&engine, token).decision, Verdict::Allow, "{old}");
+        assert_eq!(with_grant(&engine, token).verdict, Verdict::Allow, "{old}");
         clock.set("2026-12-01T10:01:00Z".parse().unwrap());
         let decision = with_grant(&engine, token);
-        assert_eq!(decision.decision, Verdict::Deny, "{old}: {decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{old}: {decision:?}");
         assert_eq!(decision.reasons[0].constraint.as_str(), "lifetime", "{old}");
     }
     // Renewable under both: renewed on use for the shorter duration, from the renewal.
@@ -487,13 +487,13 @@ fn regression_a_reload_that_narrows_a_lifetime_to_a_duration_expires_running_gra
         .unwrap();
     engine.reload(loaded(&lifetime_policy("wallClock 1m renewable")));
     clock.set("2026-12-01T10:05:00Z".parse().unwrap());
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     clock.set("2026-12-01T10:05:59Z".parse().unwrap());
-    assert_eq!(with_grant(&engine, "g").decision, Verdict::Allow);
+    assert_eq!(with_grant(&engine, "g").verdict, Verdict::Allow);
     engine.reload(loaded(&lifetime_policy("wallClock 1m")));
     clock.set("2026-12-01T10:06:00Z".parse().unwrap());
     let decision = with_grant(&engine, "g");
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
 }
 
 /// Found in review (twice): a `fieldMatches` source was pasted into `^(?:…)$` unchecked, so a
@@ -535,7 +535,7 @@ fn regression_a_regex_cannot_close_its_anchoring_group() {
             .check_value(json!({
                 "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"s": s},
             }))
-            .decision
+            .verdict
     };
     assert_eq!(call("abc"), Verdict::Allow);
     assert_eq!(call("abc; DROP TABLE users"), Verdict::Deny);
@@ -574,9 +574,9 @@ fn regression_a_null_identity_binds_nothing() {
         let from_bytes = engine.check_slice(bytes.as_bytes());
         let pre_parsed =
             engine.check(&Request::from_slice(bytes.as_bytes(), engine.limits()).unwrap());
-        assert_eq!(from_bytes.decision, verdict, "{bytes}: {from_bytes:?}");
+        assert_eq!(from_bytes.verdict, verdict, "{bytes}: {from_bytes:?}");
         assert_eq!(from_bytes.reasons, pre_parsed.reasons, "{bytes}");
-        assert_eq!(pre_parsed.decision, verdict, "{bytes}");
+        assert_eq!(pre_parsed.verdict, verdict, "{bytes}");
     }
     let denied = engine.check_slice(request("null", "null").as_bytes());
     assert_eq!(denied.reasons[0].path.as_deref(), Some("agent.email"));
@@ -606,7 +606,7 @@ fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
                 "skill": "s", "operation": "call", "resource": "tool:t",
                 "payload": {"start": "2026-12-01T10:00:00Z", "end": end},
             }))
-            .decision
+            .verdict
     };
     assert_eq!(call("2026-12-01T12:00:00.0000000001Z"), Verdict::Deny);
     assert_eq!(call("2026-12-01T12:00:00.999999999999Z"), Verdict::Deny);
@@ -666,11 +666,11 @@ fn regression_a_limit_broken_in_a_pinned_grants_old_program_denies_the_request()
                          "payload": {"xs": vec!["a"; 100_001]}});
     let bytes = serde_json::to_vec(&request).unwrap();
     let before = engine.check_slice(&bytes);
-    assert_eq!(before.decision, Verdict::Deny);
+    assert_eq!(before.verdict, Verdict::Deny);
     assert_eq!(before.reasons[0].constraint.as_str(), "input");
     engine.reload(loaded(&v2));
     let after = engine.check_slice(&bytes);
-    assert_eq!(after.decision, Verdict::Deny, "{after:?}");
+    assert_eq!(after.verdict, Verdict::Deny, "{after:?}");
     assert_eq!(after.reasons[0].constraint.as_str(), "input", "{after:?}");
 }
 
@@ -699,7 +699,7 @@ fn regression_a_lone_carriage_return_cannot_hide_a_constraint() {
             .check_value(json!({
                 "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"a": a},
             }))
-            .decision
+            .verdict
     };
     assert_eq!(call("primary"), Verdict::Allow);
     assert_eq!(call("other"), Verdict::Deny);
@@ -743,16 +743,16 @@ fn regression_a_decision_from_a_thread_local_destructor_does_not_abort() {
             let (at_exit_slice, at_exit_state) = (stateless.clone(), stateful.clone());
             ON_EXIT.with(|slot| {
                 *slot.borrow_mut() = Some(DecideOnDrop(Box::new(move || {
-                    let slice = at_exit_slice.check_slice(bytes).decision;
+                    let slice = at_exit_slice.check_slice(bytes).verdict;
                     let state = at_exit_state
                         .check(&Request::new("s", "call", "tool:t"))
-                        .decision;
+                        .verdict;
                     println!("at thread exit: {slice:?} {state:?}");
                 })))
             });
-            assert_eq!(stateless.check_slice(bytes).decision, Verdict::Allow);
+            assert_eq!(stateless.check_slice(bytes).verdict, Verdict::Allow);
             let request = Request::new("s", "call", "tool:t");
-            assert_eq!(stateful.check(&request).decision, Verdict::Allow);
+            assert_eq!(stateful.check(&request).verdict, Verdict::Allow);
         })
         .join()
         .unwrap();
@@ -799,11 +799,11 @@ fn regression_a_request_over_the_size_limit_is_refused_from_a_value_too() {
                "payload": {"note": "x".repeat(note)}})
     };
     let within = request(limit - 200);
-    assert_eq!(engine.check_value(within).decision, Verdict::Allow);
+    assert_eq!(engine.check_value(within).verdict, Verdict::Allow);
     let over = request(limit);
     let bytes = serde_json::to_vec(&over).unwrap();
     let from_value = engine.check_value(over);
-    assert_eq!(from_value.decision, Verdict::Deny);
+    assert_eq!(from_value.verdict, Verdict::Deny);
     assert_eq!(from_value.reasons[0].constraint.as_str(), "input");
     assert_eq!(from_value.reasons, engine.check_slice(&bytes).reasons);
     let session = tool_session();
@@ -927,7 +927,7 @@ fn regression_unique_items_over_large_items_is_decided_without_comparing_every_p
         let from_bytes = engine.check_slice(&serde_json::to_vec(&call).unwrap());
         let pre_parsed = engine.check_value(call);
         for decision in [&from_bytes, &pre_parsed] {
-            assert_eq!(decision.decision, verdict, "{decision:?}");
+            assert_eq!(decision.verdict, verdict, "{decision:?}");
         }
         assert_eq!(from_bytes.reasons, pre_parsed.reasons);
         if verdict == Verdict::Deny {
@@ -960,12 +960,12 @@ fn regression_a_live_engine_refuses_a_time_that_is_not_a_timestamp() {
         engine.check_slice(call),
         engine.check_value(serde_json::from_slice(call).unwrap()),
     ] {
-        assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
         assert_eq!(decision.reasons[0].constraint.as_str(), "input");
     }
     let call =
         br#"{"skill":"s","operation":"call","resource":"tool:t","time":"1999-01-01T00:00:00Z"}"#;
-    assert_eq!(engine.check_slice(call).decision, Verdict::Allow);
+    assert_eq!(engine.check_slice(call).verdict, Verdict::Allow);
 }
 
 /// Found in review: an input refusal's audit record said `"operation": ""` and
@@ -993,7 +993,7 @@ fn regression_an_input_refusal_names_the_requests_skill_operation_and_resource()
     let unknown = br#"{"skill":"s","operation":"call","resource":"tool:t","x":1}"#;
     for bytes in [&duplicate[..], &unknown[..]] {
         let decision = engine.check_slice(bytes);
-        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.verdict, Verdict::Deny);
         assert_eq!(&*decision.skill, "s", "{decision:?}");
     }
     let decision = engine.check_value(serde_json::from_slice(unknown).unwrap());
@@ -1037,7 +1037,7 @@ fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
         let from_bytes = engine.check_slice(&text);
         let pre_parsed = engine.check_value(serde_json::from_slice(&text).unwrap());
         assert_eq!(
-            from_bytes.decision, pre_parsed.decision,
+            from_bytes.verdict, pre_parsed.verdict,
             "{resource} {from_bytes:?}"
         );
         assert_eq!(from_bytes.reasons, pre_parsed.reasons);
@@ -1045,9 +1045,9 @@ fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
     };
     let ok = json!({"kind": "public"});
     let items = "https://api.example.com/items";
-    assert_eq!(call(items, ok.clone()).decision, Verdict::Allow);
+    assert_eq!(call(items, ok.clone()).verdict, Verdict::Allow);
     assert_eq!(
-        call(&format!("{items}?role=user"), ok.clone()).decision,
+        call(&format!("{items}?role=user"), ok.clone()).verdict,
         Verdict::Allow
     );
     for query in [
@@ -1057,7 +1057,7 @@ fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
         "role=admin&%72ole=user",
     ] {
         let decision = call(&format!("{items}?{query}"), ok.clone());
-        assert_eq!(decision.decision, Verdict::Deny, "{query}: {decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{query}: {decision:?}");
         assert_eq!(decision.reasons[0].constraint.as_str(), "not", "{query}");
     }
     for payload in [
@@ -1066,18 +1066,18 @@ fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
         json!({"kind": "public", "amount": "5000"}),
     ] {
         let decision = call(items, payload.clone());
-        assert_eq!(decision.decision, Verdict::Deny, "{payload}: {decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{payload}: {decision:?}");
     }
     // Absent stays absent: `not` of a missing path holds, as documented.
     assert_eq!(
-        call(items, json!({"kind": "public", "user": {}})).decision,
+        call(items, json!({"kind": "public", "user": {}})).verdict,
         Verdict::Allow
     );
     // `any` holds through its other branch although the first meets a wrong shape.
     let decision = call(items, json!({"kind": ["public"], "owner": {"id": "me"}}));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:?}");
     let decision = call(items, json!({"kind": ["public"], "owner": {"id": "you"}}));
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:?}");
 }
 
 /// Found in review of the step charges: a tape charged a number's text (one step per 64
@@ -1111,13 +1111,13 @@ fn regression_long_number_texts_cost_alike_from_bytes_and_pre_parsed() {
     let from_bytes = engine.check_slice(text.as_bytes());
     let pre_parsed = engine.check_value(serde_json::from_str(&text).unwrap());
     assert_eq!(
-        from_bytes.decision,
+        from_bytes.verdict,
         Verdict::Allow,
         "{:?}",
         from_bytes.reasons
     );
     assert_eq!(
-        pre_parsed.decision,
+        pre_parsed.verdict,
         Verdict::Allow,
         "{:?}",
         pre_parsed.reasons
@@ -1145,7 +1145,7 @@ fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_
     let decision = engine.check_value(json!({
         "skill": "s", "operation": "call", "resource": "tool:t", "payload": { key: 1 },
     }));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     let text = decision.to_text();
     for c in ['\u{2028}', '\u{9b}', '\u{7f}'] {
         assert!(!text.contains(c), "U+{:04X} in {text:?}", u32::from(c));
@@ -1229,11 +1229,11 @@ fn regression_an_undecidable_test_fails_its_check_whatever_the_nesting() {
         let reference =
             capgate::reference::decide(&[file], &request, "2026-12-01T12:00:00Z".parse().unwrap());
         assert_eq!(
-            from_bytes.decision,
+            from_bytes.verdict,
             Verdict::Deny,
             "{constraint}: {from_bytes:?}"
         );
-        assert_eq!(pre_parsed.decision, Verdict::Deny, "{constraint}");
+        assert_eq!(pre_parsed.verdict, Verdict::Deny, "{constraint}");
         assert_eq!(reference.verdict, Verdict::Deny, "{constraint}");
         // The reason says the constraint could not be decided, and names the value.
         let message = &from_bytes.reasons[0].message;
@@ -1264,7 +1264,7 @@ fn regression_an_undecidable_test_fails_its_check_whatever_the_nesting() {
             "skill": "s", "operation": "GET", "resource": "https://api.example.com/items",
             "payload": payload,
         }));
-        assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+        assert_eq!(decision.verdict, Verdict::Allow, "{decision:?}");
     }
 }
 
@@ -1298,7 +1298,7 @@ fn a_regex_shared_by_capabilities_is_built_once_and_each_use_decides_and_fails_a
             let mut request =
                 Request::new(skill, "POST", format!("https://{host}.example.com/items"));
             request.payload = json!({ "sku": sku });
-            engine.check(&request).decision
+            engine.check(&request).verdict
         };
         assert_eq!(call("ABC-1234"), Verdict::Allow, "{skill} {host}");
         assert_eq!(call("abc-1234"), Verdict::Deny, "{skill} {host}");

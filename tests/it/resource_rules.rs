@@ -88,7 +88,7 @@ fn files_call(engine: &Engine, resource: &str, agent: &str) -> capgate::Decision
     .unwrap();
     let from_bytes = engine.check_slice(&text);
     let pre_parsed = engine.check_value(serde_json::from_slice(&text).unwrap());
-    assert_eq!(from_bytes.decision, pre_parsed.decision, "{resource}");
+    assert_eq!(from_bytes.verdict, pre_parsed.verdict, "{resource}");
     assert_eq!(from_bytes.reasons, pre_parsed.reasons, "{resource}");
     from_bytes
 }
@@ -386,11 +386,11 @@ fn traversal_variants_into_another_users_files_are_denied_end_to_end() {
     let engine = files_engine();
     let base = "https://files.example.com/v1/users/alice/files";
     assert_eq!(
-        files_call(&engine, &format!("{base}/report.txt"), "alice").decision,
+        files_call(&engine, &format!("{base}/report.txt"), "alice").verdict,
         Verdict::Allow
     );
     assert_eq!(
-        files_call(&engine, &format!("{base}/a/b.c?x=1"), "alice").decision,
+        files_call(&engine, &format!("{base}/a/b.c?x=1"), "alice").verdict,
         Verdict::Allow
     );
     for tail in [
@@ -408,7 +408,7 @@ fn traversal_variants_into_another_users_files_are_denied_end_to_end() {
     ] {
         let resource = format!("{base}/{tail}");
         let decision = files_call(&engine, &resource, "alice");
-        assert_eq!(decision.decision, Verdict::Deny, "{resource}: {decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{resource}: {decision:?}");
         assert_eq!(
             decision.reasons[0].constraint.as_str(),
             "resource",
@@ -424,7 +424,7 @@ fn traversal_variants_into_another_users_files_are_denied_end_to_end() {
     ] {
         let resource = format!("https://files.example.com/v1/users/{user}/files/x");
         let decision = files_call(&engine, &resource, "alice");
-        assert_eq!(decision.decision, Verdict::Deny, "{resource}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{resource}");
         assert_eq!(
             decision.reasons[0].constraint.as_str(),
             "resource",
@@ -1312,11 +1312,11 @@ fn query_variants_do_not_pass_a_negated_constraint_end_to_end() {
     let engine = files_engine();
     let base = "https://files.example.com/v1/users/alice/files/report";
     assert_eq!(
-        files_call(&engine, &format!("{base}?role=user"), "alice").decision,
+        files_call(&engine, &format!("{base}?role=user"), "alice").verdict,
         Verdict::Allow
     );
     assert_eq!(
-        files_call(&engine, &format!("{base}?other=admin"), "alice").decision,
+        files_call(&engine, &format!("{base}?other=admin"), "alice").verdict,
         Verdict::Allow
     );
     for (query, why) in [
@@ -1332,7 +1332,7 @@ fn query_variants_do_not_pass_a_negated_constraint_end_to_end() {
     ] {
         let resource = format!("{base}?{query}");
         let decision = files_call(&engine, &resource, "alice");
-        assert_eq!(decision.decision, Verdict::Deny, "{resource}: {decision:?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{resource}: {decision:?}");
         assert_eq!(decision.reasons[0].constraint.as_str(), "not", "{query}");
         assert!(
             decision.reasons[0].message.contains(why),
@@ -1341,7 +1341,7 @@ fn query_variants_do_not_pass_a_negated_constraint_end_to_end() {
         );
     }
     let decision = files_call(&engine, &format!("{base}?x=1;role=admin"), "alice");
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint.as_str(), "resource");
 }
 
@@ -1356,15 +1356,15 @@ fn a_variant_query_name_fails_an_optional_constraint() {
             "alice",
         )
     };
-    assert_eq!(call("").decision, Verdict::Allow);
-    assert_eq!(call("?limit=10").decision, Verdict::Allow);
+    assert_eq!(call("").verdict, Verdict::Allow);
+    assert_eq!(call("?limit=10").verdict, Verdict::Allow);
     for query in [
         "?Limit=5000",
         "?limit[]=5000",
         "?LIMIT=10",
         "?limit=10&Limit=10",
     ] {
-        assert_eq!(call(query).decision, Verdict::Deny, "{query}");
+        assert_eq!(call(query).verdict, Verdict::Deny, "{query}");
     }
 }
 
@@ -1813,7 +1813,7 @@ proptest! {
         let query = if with_user { format!("role=user&{key}=admin") } else { format!("{key}=admin") };
         let resource = format!("https://files.example.com/v1/users/alice/files/r?{query}");
         let decision = files_call(&engine, &resource, "alice");
-        prop_assert_eq!(decision.decision, Verdict::Deny, "{}", resource);
+        prop_assert_eq!(decision.verdict, Verdict::Deny, "{}", resource);
     }
 
     /// End to end: a traversal built from generated dot-like pieces never reaches another
@@ -1830,7 +1830,7 @@ proptest! {
         let resource = format!("https://files.example.com/v1/users/alice/files/{climb}/bob/files/secret");
         let decision = files_call(&engine, &resource, "alice");
         let accepted = decode_segment(&segment).is_some_and(|d| segment_rules_accept(&d));
-        prop_assert_eq!(decision.decision == Verdict::Allow, accepted, "{} {:?}", resource, decision);
+        prop_assert_eq!(decision.verdict == Verdict::Allow, accepted, "{} {:?}", resource, decision);
     }
 }
 

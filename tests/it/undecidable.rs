@@ -108,7 +108,7 @@ fn regression_the_parity_trace_is_not_quadratic_in_open_jumps() {
 
 const CAP_HEAD: &str = "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource http \"https://api.example.com/items\"\n    operations GET\n";
 
-fn loaded(constraint: &str) -> capgate::LoadedPolicy {
+fn loaded(constraint: &str) -> capgate::PolicySet {
     let mut loader = PolicyLoader::default();
     loader.add_text(
         "p.cap",
@@ -141,7 +141,7 @@ fn regression_a_deny_names_the_decisive_failure_not_an_irrelevant_undecidable_te
         "payload": {"user": "bob", "ok": true, "x": 2}}))
     .unwrap();
     let decision = engine.check_slice(&text);
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     let reason = &decision.reasons[0];
     let request: Request = serde_json::from_slice(&text).unwrap();
     let _ = request;

@@ -703,7 +703,7 @@ fn checks_of_several_instructions_are_run_whole_and_other_code_has_no_plan() {
     }
 }
 
-fn load(paths: &[&std::path::Path]) -> capgate::LoadedPolicy {
+fn load(paths: &[&std::path::Path]) -> capgate::PolicySet {
     capgate::PolicyLoader::new(capgate::Limits::DEFAULT)
         .finish_paths(paths)
         .unwrap_or_else(|e| panic!("{e}"))

@@ -106,11 +106,11 @@ fn scheduler_request() -> Request {
 fn an_allowed_decision_allocates_nothing() {
     let engine = scheduler_engine();
     let request = scheduler_request();
-    assert_eq!(engine.check(&request).decision, Verdict::Allow);
+    assert_eq!(engine.check(&request).verdict, Verdict::Allow);
     let before = allocations();
     for _ in 0..100 {
         let decision = engine.check(&request);
-        assert_eq!(decision.decision, Verdict::Allow);
+        assert_eq!(decision.verdict, Verdict::Allow);
     }
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "allocations per allowed decision");
@@ -121,11 +121,11 @@ fn an_allowed_decision_from_bytes_allocates_nothing_once_the_thread_is_warm() {
     let engine = scheduler_engine();
     let bytes = serde_json::to_vec(&scheduler_request()).unwrap();
     // The first call grows this thread's tape; every later one reuses it.
-    assert_eq!(engine.check_slice(&bytes).decision, Verdict::Allow);
+    assert_eq!(engine.check_slice(&bytes).verdict, Verdict::Allow);
     let before = allocations();
     for _ in 0..100 {
         let decision = engine.check_slice(&bytes);
-        assert_eq!(decision.decision, Verdict::Allow);
+        assert_eq!(decision.verdict, Verdict::Allow);
     }
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "allocations per allowed decision from bytes");
@@ -170,10 +170,10 @@ fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
         "skill": "s", "operation": "call", "resource": "tool:t", "payload": {"items": items},
     }))
     .unwrap();
-    assert_eq!(unique.check_slice(&bytes).decision, Verdict::Allow);
+    assert_eq!(unique.check_slice(&bytes).verdict, Verdict::Allow);
     let before = allocations();
     for _ in 0..100 {
-        assert_eq!(unique.check_slice(&bytes).decision, Verdict::Allow);
+        assert_eq!(unique.check_slice(&bytes).verdict, Verdict::Allow);
     }
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(
@@ -192,10 +192,10 @@ fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
         &Limits::DEFAULT,
     )
     .unwrap();
-    assert_eq!(keyed.check(&request).decision, Verdict::Allow);
+    assert_eq!(keyed.check(&request).verdict, Verdict::Allow);
     let before = allocations();
     for _ in 0..100 {
-        assert_eq!(keyed.check(&request).decision, Verdict::Allow);
+        assert_eq!(keyed.check(&request).verdict, Verdict::Allow);
     }
     let per_call = (allocations() - before) as f64 / 100.0;
     assert_eq!(per_call, 0.0, "a rate limit keyed by an object, pre-parsed");
@@ -224,10 +224,10 @@ fn a_huge_rate_limit_key_is_stored_as_a_fixed_size_hash() {
         .unwrap()
     };
     let requests: Vec<Request> = ['a', 'b', 'c', 'd', 'e'].into_iter().map(request).collect();
-    assert_eq!(engine.check(&requests[0]).decision, Verdict::Allow);
+    assert_eq!(engine.check(&requests[0]).verdict, Verdict::Allow);
     let before = live_bytes();
     for request in &requests[1..] {
-        assert_eq!(engine.check(request).decision, Verdict::Allow);
+        assert_eq!(engine.check(request).verdict, Verdict::Allow);
     }
     let kept = live_bytes() - before;
     assert!(
@@ -238,7 +238,7 @@ fn a_huge_rate_limit_key_is_stored_as_a_fixed_size_hash() {
     // Each value still has a key of its own: its one call per hour is taken.
     for request in &requests {
         let decision = engine.check(request);
-        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.verdict, Verdict::Deny);
         assert_eq!(decision.reasons[0].constraint.as_str(), "rateLimit");
     }
 }

@@ -189,11 +189,11 @@ fn main() {
             ("hand-written borrowed", matcher.decide_borrowed(bytes)),
             (
                 "capgate",
-                engine.check(&input.parsed).decision == Verdict::Allow,
+                engine.check(&input.parsed).verdict == Verdict::Allow,
             ),
             (
                 "capgate from bytes",
-                engine.check_slice(bytes).decision == Verdict::Allow,
+                engine.check_slice(bytes).verdict == Verdict::Allow,
             ),
             ("regorus", rego.clone().decide(value)),
             ("regorus native", input.rego_native.clone().decide_native()),
@@ -286,7 +286,7 @@ fn main() {
             v,
             "capgate Engine::check",
             false,
-            move || engine.check(black_box(&input.parsed)).decision == Verdict::Allow,
+            move || engine.check(black_box(&input.parsed)).verdict == Verdict::Allow,
         ));
         #[cfg(feature = "cedar")]
         rows.push(Row::new(
@@ -371,7 +371,7 @@ fn main() {
             v,
             "capgate Engine::check_slice",
             false,
-            move || engine.check_slice(black_box(bytes)).decision == Verdict::Allow,
+            move || engine.check_slice(black_box(bytes)).verdict == Verdict::Allow,
         ));
         #[cfg(feature = "cedar")]
         rows.push(Row::new(

@@ -118,10 +118,10 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
     let mut once = Tape::new();
     assert_eq!(engine.repeats(), REPEATS);
     let doc = once.parse_with(bytes, depth, REPEATS).unwrap();
-    assert_eq!(engine.check_doc(&doc).decision, Verdict::Allow);
+    assert_eq!(engine.check_doc(&doc).verdict, Verdict::Allow);
     let slim = slim(bytes);
     let bare = engine_without_constraints();
-    assert_eq!(bare.check_doc(&doc).decision, Verdict::Allow);
+    assert_eq!(bare.check_doc(&doc).verdict, Verdict::Allow);
     assert!(hand_written_on_tape(&mut tape, bytes, depth));
     assert!(!hand_written_on_tape(&mut tape, deny_last, depth));
     if let Ok(which) = std::env::var("PEERS_SPLIT_LOOP") {
@@ -140,7 +140,7 @@ pub fn run(engine: &Engine, bytes: &[u8], deny_last: &[u8], parsed: &Request, ro
         }
         return;
     }
-    assert_eq!(engine.check_slice(&slim).decision, Verdict::Allow);
+    assert_eq!(engine.check_slice(&slim).verdict, Verdict::Allow);
     if std::env::var("PEERS_SPLIT").as_deref() == Ok("paired") {
         paired(engine, &bare, bytes, &doc, depth, rounds);
         return;
@@ -245,7 +245,7 @@ fn paired(
             parse_then(engine, bytes, depth),
         ),
         loop_row("check_slice", false, move || {
-            engine.check_slice(black_box(bytes)).decision == Verdict::Allow
+            engine.check_slice(black_box(bytes)).verdict == Verdict::Allow
         }),
         loop_row(
             "C1-C6 by hand on the tape, parse included",
@@ -269,7 +269,7 @@ fn paired(
 
 /// A loop body that decides the parsed `doc` with `engine`.
 fn decides_doc<'a>(engine: &'a Engine, doc: &'a Doc<'_>) -> impl FnMut() -> bool + 'a {
-    move || engine.check_doc(black_box(doc)).decision == Verdict::Allow
+    move || engine.check_doc(black_box(doc)).verdict == Verdict::Allow
 }
 
 /// A loop body that parses `bytes` into its own tape and decides it with `engine`.
@@ -277,6 +277,6 @@ fn parse_then<'a>(engine: &'a Engine, bytes: &'a [u8], depth: usize) -> impl FnM
     let mut tape = Tape::new();
     move || {
         tape.parse_with(black_box(bytes), depth, REPEATS)
-            .is_ok_and(|doc| engine.check_doc(&doc).decision == Verdict::Allow)
+            .is_ok_and(|doc| engine.check_doc(&doc).verdict == Verdict::Allow)
     }
 }

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use capgate::engine::{CandidateTrace, Decision, LoadedPolicy, ReasonKind, Verdict};
+use capgate::engine::{CandidateTrace, Decision, PolicySet, ReasonKind, Verdict};
 
 /// What the tests exercised, per capability.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -52,7 +52,7 @@ pub struct ConstraintCoverage {
 
 impl Coverage {
     /// Coverage of a policy with nothing exercised yet.
-    pub fn of(policy: &LoadedPolicy) -> Self {
+    pub fn of(policy: &PolicySet) -> Self {
         let mut capabilities = Vec::new();
         for skill in &policy.skills {
             for capability in &skill.capabilities {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub use coverage::{CapabilityCoverage, ConstraintCoverage, Coverage};
 pub use format::{Case, Expectation, Line, Step, TestFile, TestFileError, parse};
 
-use capgate::engine::{CandidateTrace, Decision, LoadedPolicy, PolicyLoader};
+use capgate::engine::{CandidateTrace, Decision, PolicyLoader, PolicySet};
 use capgate::limits::Limits;
 
 /// The extension of test files in the `.captest` format.
@@ -192,7 +192,7 @@ pub fn discover(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Loads the policies under `dir` (every `.cap` and JSON manifest, recursively).
-fn load(dir: &Path, limits: Limits) -> Result<LoadedPolicy, Vec<TestFileError>> {
+fn load(dir: &Path, limits: Limits) -> Result<PolicySet, Vec<TestFileError>> {
     let mut loader = PolicyLoader::new(limits);
     loader.add_path(dir);
     loader.finish().map_err(|error| {
@@ -290,7 +290,7 @@ pub fn run_file(file: impl AsRef<Path>) -> Report {
 }
 
 /// Runs `.captest` text against a loaded policy; `name` is used in failures and errors.
-pub fn run_test_file(name: &str, text: &str, policy: &LoadedPolicy) -> Report {
+pub fn run_test_file(name: &str, text: &str, policy: &PolicySet) -> Report {
     let mut report = Report {
         coverage: Coverage::of(policy),
         ..Report::default()
@@ -329,7 +329,7 @@ skill "s" {
 
     const DEFAULTS: &str = "[defaults]\ntime = \"2026-12-01T15:00:00Z\"\nskill = \"s\"\noperation = \"POST\"\nresource = \"https://api.example.com/items/1\"\npayload = {\"tags\": [\"a\", \"b\"]}\ngrant c as g\ngrant = \"g\"\n";
 
-    fn policy() -> LoadedPolicy {
+    fn policy() -> PolicySet {
         let mut loader = PolicyLoader::new(Limits::DEFAULT);
         loader.add_text("p.cap", POLICY.to_owned(), PolicyFormat::Cap, None);
         loader.finish().unwrap()

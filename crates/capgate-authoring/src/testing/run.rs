@@ -11,14 +11,14 @@ use serde_json::{Map, Value, json};
 use super::format::{Expectation, Key, Revocation, Step, Target, TestFile};
 use super::{Failure, Report, SESSION_SUFFIX, TestFileError};
 use capgate::bounded::{ByteLimit, Line, LineReader};
-use capgate::engine::{CandidateTrace, Decision, LoadedPolicy, Request, Verdict};
+use capgate::engine::{CandidateTrace, Decision, PolicySet, Request, Verdict};
 use capgate::limits::Limits;
 use capgate::session::{LineResult, Session, SessionOptions};
 
 /// Runs one test file found on disk. A session is read line by line, each line bounded
 /// ([`Limits::max_session_line_bytes`]); a `.captest` file whole, within
 /// [`Limits::max_policy_file_bytes`].
-pub(super) fn run_path(path: &Path, policy: &LoadedPolicy, limits: Limits, report: &mut Report) {
+pub(super) fn run_path(path: &Path, policy: &PolicySet, limits: Limits, report: &mut Report) {
     let name = path.display().to_string();
     let file_error = |message: String| TestFileError {
         file: name.clone(),
@@ -63,7 +63,7 @@ pub(super) fn run_path(path: &Path, policy: &LoadedPolicy, limits: Limits, repor
 
 /// A fresh session for test file `name`; a failure of the file if the limits are refused.
 fn new_session(
-    policy: &LoadedPolicy,
+    policy: &PolicySet,
     limits: Limits,
     name: &str,
     report: &mut Report,
@@ -85,12 +85,7 @@ fn new_session(
 }
 
 /// Runs every case of a parsed file, each on a fresh session.
-pub(super) fn run_cases(
-    file: &TestFile,
-    policy: &LoadedPolicy,
-    limits: Limits,
-    report: &mut Report,
-) {
+pub(super) fn run_cases(file: &TestFile, policy: &PolicySet, limits: Limits, report: &mut Report) {
     for case in &file.cases {
         let Some(session) = new_session(policy, limits, &file.name, report) else {
             return;
@@ -412,7 +407,7 @@ fn kind(value: &Value) -> &'static str {
 fn run_session(
     name: &str,
     reader: impl BufRead,
-    policy: &LoadedPolicy,
+    policy: &PolicySet,
     limits: Limits,
     report: &mut Report,
 ) {

@@ -85,10 +85,10 @@ fn verdicts_agree(original: &Engine, converted: &Engine, call: &Value) -> Result
     request.grant = None;
     let a = original.check(&request);
     let b = converted.check(&request);
-    if a.decision == b.decision {
+    if a.verdict == b.verdict {
         Ok(())
     } else {
-        Err(format!("{call}: {:?} vs {:?}", a.decision, b.decision))
+        Err(format!("{call}: {:?} vs {:?}", a.verdict, b.verdict))
     }
 }
 

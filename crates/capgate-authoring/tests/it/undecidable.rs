@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 const CAP_HEAD: &str = "skill \"s\" {\n  version \"1\"\n  capability \"c\" {\n    resource http \"https://api.example.com/items\"\n    operations GET\n";
 
-fn loaded(constraint: &str) -> capgate::LoadedPolicy {
+fn loaded(constraint: &str) -> capgate::PolicySet {
     let mut loader = PolicyLoader::default();
     loader.add_text(
         "p.cap",

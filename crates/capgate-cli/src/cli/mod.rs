@@ -36,7 +36,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use capgate::{Limits, LoadedPolicy, PolicyLoader};
+use capgate::{Limits, PolicyLoader, PolicySet};
 
 /// Exit code: allow / success.
 pub const EXIT_OK: u8 = 0;
@@ -127,7 +127,7 @@ pub fn run() -> ExitCode {
 }
 
 /// Loads policies from paths, printing every diagnostic on failure.
-fn load_policies(paths: &[PathBuf], limits: Limits) -> Result<LoadedPolicy, u8> {
+fn load_policies(paths: &[PathBuf], limits: Limits) -> Result<PolicySet, u8> {
     let mut loader = PolicyLoader::new(limits);
     for path in paths {
         loader.add_path(path);

@@ -11,7 +11,7 @@ pub fn decision_text(decision: &Decision) -> String {
 /// malformed `agent`, `context`, `autonomy` or `time`, a limit broken) is an input error (2),
 /// like a request the parser refused (regression: those exited 1).
 pub fn exit_code(decision: &Decision) -> u8 {
-    match decision.decision {
+    match decision.verdict {
         Verdict::Allow => super::EXIT_OK,
         Verdict::Deny if is_input_refusal(decision) => super::EXIT_INPUT,
         Verdict::Deny => super::EXIT_DENY,

@@ -60,7 +60,7 @@ fn with_payload(payload: &str) -> String {
 
 #[track_caller]
 fn assert_input_deny(decision: &Decision) {
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:#?}");
     assert_eq!(decision.capability, None);
     assert_eq!(decision.reasons.len(), 1, "{decision:#?}");
     assert_eq!(
@@ -74,7 +74,7 @@ fn assert_input_deny(decision: &Decision) {
 #[test]
 fn well_formed_request_is_allowed() {
     let decision = decide(&with_payload(r#"{"xs":[1,2],"n":3}"#));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:#?}");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -90,18 +90,18 @@ fn regression_payload_exactly_at_the_depth_limit_is_accepted() {
     // Bug: serde_json's fixed 128-level limit counted the request object too, so a payload
     // of exactly 128 levels was refused as malformed.
     let decision = decide(&with_payload(&format!(r#"{{"deep":{}}}"#, nested(127))));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:#?}");
     let agent = format!(
         r#"{{"skill":"s","operation":"call","resource":"tool:t","agent":{{"a":{}}}}}"#,
         nested(127)
     );
-    assert_eq!(decide(&agent).decision, Verdict::Allow);
+    assert_eq!(decide(&agent).verdict, Verdict::Allow);
 }
 
 #[test]
 fn payload_at_the_depth_limit_is_accepted() {
     let decision = decide(&with_payload(&format!(r#"{{"deep":{}}}"#, nested(127))));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:#?}");
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn lower_depth_limit_is_honoured() {
         .unwrap()
         .build();
     let ok = engine.check_slice(with_payload(&format!(r#"{{"d":{}}}"#, nested(2))).as_bytes());
-    assert_eq!(ok.decision, Verdict::Allow, "{ok:#?}");
+    assert_eq!(ok.verdict, Verdict::Allow, "{ok:#?}");
     let deep = with_payload(&format!(r#"{{"d":{}}}"#, nested(3)));
     assert_input_deny(&engine.check_slice(deep.as_bytes()));
 }
@@ -169,7 +169,7 @@ fn large_string_under_the_limit_is_fine_and_messages_stay_short() {
     let long = "b".repeat(900_000);
     let text = with_payload(&format!(r#"{{"n":"{long}"}}"#));
     let decision = engine.check_slice(text.as_bytes());
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint, ReasonKind::FieldRange);
     assert!(decision.reasons[0].message.len() < 400, "{decision:#?}");
 }
@@ -186,11 +186,11 @@ fn wildcard_over_more_than_100000_elements_is_denied_with_input() {
 fn wildcard_over_exactly_100000_elements_is_scanned() {
     let items = vec!["0"; 100_000].join(",");
     let decision = decide(&with_payload(&format!(r#"{{"xs":[{items}]}}"#)));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:#?}");
     let mut items = vec!["0"; 100_000];
     items[99_999] = "-1";
     let decision = decide(&with_payload(&format!(r#"{{"xs":[{}]}}"#, items.join(","))));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint, ReasonKind::FieldRange);
     assert_eq!(
         decision.reasons[0].path.as_deref(),
@@ -225,14 +225,14 @@ fn numbers_beyond_f64_range_are_denied_with_input() {
 fn integers_beyond_u64_still_compare_as_numbers() {
     // Read as the nearest double (> 10), so the range fails; never an error or an allow.
     let decision = decide(&with_payload(r#"{"n":123456789012345678901234567890}"#));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.verdict, Verdict::Deny);
     assert_eq!(decision.reasons[0].constraint, ReasonKind::FieldRange);
 }
 
 #[test]
 fn tiny_and_negative_zero_numbers_are_ordinary_values() {
     let decision = decide(&with_payload(r#"{"n":-0.0,"xs":[0.0, 1e-400]}"#));
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:#?}");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -280,11 +280,7 @@ fn any_json_payload_is_accepted() {
     let engine = Engine::builder(loader.finish().unwrap()).build();
     for payload in ["null", "1", r#""text""#, "[]", "true", "{}"] {
         let decision = engine.check_slice(with_payload(payload).as_bytes());
-        assert_eq!(
-            decision.decision,
-            Verdict::Allow,
-            "{payload}: {decision:#?}"
-        );
+        assert_eq!(decision.verdict, Verdict::Allow, "{payload}: {decision:#?}");
     }
 }
 
@@ -302,7 +298,7 @@ fn autonomy_out_of_range_or_not_an_integer_is_denied_with_input() {
         let text = format!(
             r#"{{"skill":"s","operation":"call","resource":"tool:t","autonomy":{autonomy}}}"#
         );
-        assert_eq!(decide(&text).decision, Verdict::Allow, "{autonomy}");
+        assert_eq!(decide(&text).verdict, Verdict::Allow, "{autonomy}");
     }
 }
 
@@ -328,7 +324,7 @@ fn autonomy_written_as_a_whole_float_is_that_integer() {
         ] {
             if allowed {
                 assert_eq!(
-                    decision.decision,
+                    decision.verdict,
                     Verdict::Allow,
                     "{autonomy}: {decision:#?}"
                 );
@@ -382,12 +378,12 @@ fn request_member_names_with_escapes_read_as_their_decoded_names() {
     let allowed =
         r#"{"sk\u0069ll":"s","\u006fperation":"call","resource":"tool:t","p\u0061yload":{"n":1}}"#;
     let decision = decide(allowed);
-    assert_eq!(decision.decision, Verdict::Allow, "{decision:?}");
+    assert_eq!(decision.verdict, Verdict::Allow, "{decision:?}");
     // Decided by the tape path itself, not by the strict parser it falls back to.
     let tape = engine().check_slice_tape_only(allowed.as_bytes());
-    assert_eq!(tape.map(|d| d.decision), Some(Verdict::Allow));
+    assert_eq!(tape.map(|d| d.verdict), Some(Verdict::Allow));
     let over = r#"{"skill":"s","operation":"call","resource":"tool:t","p\u0061yload":{"n":11}}"#;
-    assert_eq!(decide(over).decision, Verdict::Deny);
+    assert_eq!(decide(over).verdict, Verdict::Deny);
     assert!(
         !decide(over)
             .reasons
@@ -435,7 +431,7 @@ fn envelope_strings_with_escapes_are_read_by_the_tape_path_as_their_decoded_text
     }
     let allowed =
         r#"{"sk\u0069ll":"\u0073","\u006fperation":"c\u0061ll","resource":"tool:\u0074"}"#;
-    assert_eq!(decide(allowed).decision, Verdict::Allow);
+    assert_eq!(decide(allowed).verdict, Verdict::Allow);
     let unknown = decide(r#"{"skill":"\u0078","operation":"call","resource":"tool:t"}"#);
     assert_eq!(&*unknown.skill, "x");
     // An escaped string where the envelope wants another type is still refused.
@@ -474,7 +470,7 @@ fn control_characters_in_the_resource_are_denied_with_resource() {
     for resource in ["tool:t\\u0000", "tool:t\\n", "tool: t", "tool:t\\u007f"] {
         let text = format!(r#"{{"skill":"s","operation":"call","resource":"{resource}"}}"#);
         let decision = decide(&text);
-        assert_eq!(decision.decision, Verdict::Deny, "{resource}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{resource}");
         assert_eq!(decision.reasons[0].constraint, ReasonKind::Resource);
     }
 }
@@ -557,10 +553,10 @@ fn regex_work_beyond_the_request_budget_is_refused_as_input() {
     // Usual sizes fit: the budget is for hostile sizes, not for usual requests.
     let fine = request_bytes(&serde_json::json!({ "text": "ab".repeat(1_000) }));
     let decision = four.check_slice(&fine);
-    assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
+    assert_eq!(decision.verdict, Verdict::Deny, "{decision:#?}");
     assert_eq!(decision.reasons[0].constraint, ReasonKind::FieldMatches);
     let fine = request_bytes(&serde_json::json!({ "text": "ba".repeat(1_000) }));
-    assert_eq!(four.check_slice(&fine).decision, Verdict::Allow);
+    assert_eq!(four.check_slice(&fine).verdict, Verdict::Allow);
 
     // Under `[*]` each element's match is charged.
     let each = regex_engine(&[r"fieldMatches payload.parts[*] ~ /[a-z]*a[a-z]{20}/"]);
@@ -568,7 +564,7 @@ fn regex_work_beyond_the_request_budget_is_refused_as_input() {
     let parts = request_bytes(&serde_json::json!({ "parts": [part, part, part, part] }));
     assert_regex_work_deny(&each.check_slice(&parts), "payload.parts[*]");
     let fine = request_bytes(&serde_json::json!({ "parts": ["a".repeat(25), "ba".repeat(20)] }));
-    assert_eq!(each.check_slice(&fine).decision, Verdict::Allow);
+    assert_eq!(each.check_slice(&fine).verdict, Verdict::Allow);
 
     // A `payloadSchema` pattern is paid from the same budget.
     let schema = regex_engine(&[
@@ -593,7 +589,7 @@ fn regex_work_is_summed_over_every_candidate_of_a_request() {
     for (candidates, refused) in [(1, false), (2, false), (3, true)] {
         let engine = regex_engine(&vec![capability.as_str(); candidates]);
         let decision = engine.check_slice(&text);
-        assert_eq!(decision.decision, Verdict::Deny, "{decision:#?}");
+        assert_eq!(decision.verdict, Verdict::Deny, "{decision:#?}");
         if refused {
             assert_regex_work_deny(&decision, "payload.text");
         } else {
@@ -631,7 +627,7 @@ fn regex_limits_are_honoured_as_configured() {
             .unwrap()
             .build();
         let decision = engine.check_slice(&request);
-        assert_eq!(decision.decision, verdict, "{decision:#?}");
+        assert_eq!(decision.verdict, verdict, "{decision:#?}");
         if verdict == Verdict::Deny {
             assert!(
                 decision.reasons[0]
@@ -701,11 +697,11 @@ proptest::proptest! {
         let pre_parsed = engine.check_value(serde_json::from_slice(&bytes).unwrap());
         proptest::prop_assert_eq!(&from_bytes, &pre_parsed);
         if refused {
-            proptest::prop_assert_eq!(from_bytes.decision, Verdict::Deny);
+            proptest::prop_assert_eq!(from_bytes.verdict, Verdict::Deny);
             proptest::prop_assert_eq!(from_bytes.reasons[0].constraint, ReasonKind::Input);
             proptest::prop_assert!(from_bytes.reasons[0].message.contains("max_regex_work"));
         } else {
-            proptest::prop_assert_eq!(from_bytes.decision, Verdict::Allow, "{:?}", from_bytes);
+            proptest::prop_assert_eq!(from_bytes.verdict, Verdict::Allow, "{:?}", from_bytes);
         }
     }
 }
@@ -737,7 +733,7 @@ fn a_policy_of_a_thousand_distinct_regexes_loads_or_is_refused_within_the_total(
     let loaded = loader.finish().unwrap();
     let engine = Engine::builder(loaded).build();
     let hit = request_bytes(&serde_json::json!({ "a": format!("{}z7", "x".repeat(38)) }));
-    assert_eq!(engine.check_slice(&hit).decision, Verdict::Deny);
+    assert_eq!(engine.check_slice(&hit).verdict, Verdict::Deny);
 
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("unicode.cap", policy(r"\pL"), PolicyFormat::Cap, None);
@@ -1157,7 +1153,7 @@ type Outcome = (Verdict, Option<String>, Vec<(Option<String>, ReasonKind)>);
 /// malformed member, one from a parsed value cannot).
 fn outcome(decision: &Decision) -> Outcome {
     (
-        decision.decision,
+        decision.verdict,
         decision.capability.as_deref().map(str::to_owned),
         decision
             .reasons
@@ -1234,7 +1230,7 @@ fn case_variant_duplicate_members_are_refused() {
         "payload",
         r#"{"amount":5,"order":{"Amount":1,"lines":[]}}"#,
     );
-    assert_eq!(decide_everywhere(&engine, &text).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &text).verdict, Verdict::Allow);
 }
 
 #[test]
@@ -1271,11 +1267,7 @@ fn a_lone_case_variant_of_an_optional_field_is_refused() {
         (r#"{"amounts":1000000,"mount":1}"#, Verdict::Allow),
     ] {
         let text = case_request("pay", "payload", value);
-        assert_eq!(
-            decide_everywhere(&engine, &text).decision,
-            verdict,
-            "{text}"
-        );
+        assert_eq!(decide_everywhere(&engine, &text).verdict, verdict, "{text}");
     }
 }
 
@@ -1291,9 +1283,9 @@ fn a_case_variant_under_not_is_refused() {
         assert_case_refusal(&decide_everywhere(&engine, &text));
     }
     let admin = case_request("pay", "payload", r#"{"role":"admin"}"#);
-    assert_eq!(decide_everywhere(&engine, &admin).decision, Verdict::Deny);
+    assert_eq!(decide_everywhere(&engine, &admin).verdict, Verdict::Deny);
     let user = case_request("pay", "payload", r#"{"role":"user"}"#);
-    assert_eq!(decide_everywhere(&engine, &user).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &user).verdict, Verdict::Allow);
 }
 
 #[test]
@@ -1358,11 +1350,7 @@ fn schema_required_reads_see_case_variants() {
         ("open", r#"{"amount":5,"other":1000000}"#, Verdict::Allow),
     ] {
         let text = case_request(tool, "payload", value);
-        assert_eq!(
-            decide_everywhere(&engine, &text).decision,
-            verdict,
-            "{text}"
-        );
+        assert_eq!(decide_everywhere(&engine, &text).verdict, verdict, "{text}");
     }
 }
 
@@ -1382,19 +1370,19 @@ fn each_limits_switch_relaxes_its_rule() {
     // Repeats allowed, reads still checked: `amount` is found (50) and `Amount` is not read.
     let engine = case_engine(limits(false, true));
     assert_eq!(engine.repeats(), Repeats::Exact);
-    assert_eq!(decide_everywhere(&engine, &pair).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &pair).verdict, Verdict::Allow);
     assert_case_refusal(&decide_everywhere(&engine, &lone));
     // Reads unchecked, repeats still refused: the lone variant reads as an absent `amount`.
     let engine = case_engine(limits(true, false));
     assert_eq!(engine.repeats(), Repeats::CaseFolded);
     assert_case_refusal(&decide_everywhere(&engine, &pair));
-    assert_eq!(decide_everywhere(&engine, &lone).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &lone).verdict, Verdict::Allow);
     // Both off: what capgate read before the rule.
     let engine = case_engine(limits(false, false));
-    assert_eq!(decide_everywhere(&engine, &pair).decision, Verdict::Allow);
-    assert_eq!(decide_everywhere(&engine, &lone).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &pair).verdict, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &lone).verdict, Verdict::Allow);
     let open = case_request("open", "payload", r#"{"Amount":1000000}"#);
-    assert_eq!(decide_everywhere(&engine, &open).decision, Verdict::Allow);
+    assert_eq!(decide_everywhere(&engine, &open).verdict, Verdict::Allow);
 }
 
 #[test]
@@ -1421,7 +1409,7 @@ skill "s" {
         .state(Arc::new(InMemoryStore::new()))
         .build();
     let call = |payload: &str| engine.check_slice(case_request("t", "payload", payload).as_bytes());
-    assert_eq!(call(r#"{"user":"ann"}"#).decision, Verdict::Allow);
+    assert_eq!(call(r#"{"user":"ann"}"#).verdict, Verdict::Allow);
     let absent = call(r#"{"other":"ann"}"#);
     assert_eq!(
         absent.reasons[0].constraint,
@@ -1474,10 +1462,10 @@ skill "s" {
         .build();
     let call = |payload: &str| engine.check_slice(case_request("t", "payload", payload).as_bytes());
     let limited = call(r#"{"user":"ann"}"#);
-    assert_eq!(limited.decision, Verdict::Allow);
+    assert_eq!(limited.verdict, Verdict::Allow);
     assert_eq!(limited.capability.as_deref(), Some("limited"));
     let absent = call(r#"{"other":"ann"}"#);
-    assert_eq!(absent.decision, Verdict::Allow, "{absent:#?}");
+    assert_eq!(absent.verdict, Verdict::Allow, "{absent:#?}");
     assert_eq!(absent.capability.as_deref(), Some("open"));
     for payload in [r#"{"USER":"ann"}"#, "{\"u\u{17F}er\":\"ann\"}"] {
         let decision = call(payload);
@@ -1690,7 +1678,7 @@ proptest::proptest! {
     ) {
         let engine = case_engine(Limits::DEFAULT);
         let allowed = write_request(&allowed_parts(depth), escape);
-        proptest::prop_assert_eq!(decide_everywhere(&engine, &allowed).decision, Verdict::Allow);
+        proptest::prop_assert_eq!(decide_everywhere(&engine, &allowed).verdict, Verdict::Allow);
 
         // (a) Beside a member of some object: a repeat up to case.
         let mut parts = allowed_parts(depth);
@@ -1709,7 +1697,7 @@ proptest::proptest! {
         let Json::Object(members) = parts[part].1.at_mut(target) else { unreachable!() };
         members.last_mut().unwrap().0 = format!("{variant}x");
         let text = write_request(&parts, escape);
-        proptest::prop_assert_eq!(decide_everywhere(&engine, &text).decision, Verdict::Allow);
+        proptest::prop_assert_eq!(decide_everywhere(&engine, &text).verdict, Verdict::Allow);
 
         // (b) In place of a name the policy reads, at any step of its path.
         let read: [(usize, &[usize]); 8] = [

@@ -19,16 +19,14 @@ use capgate::bytecode::op::Op;
 use capgate::bytecode::program::{CheckInfo, CompiledSkill, Program};
 use capgate::bytecode::verify::{VerifyReason, verify};
 use capgate::compile::load_capc;
-use capgate::{
-    Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Revision, Session, SessionOptions,
-};
+use capgate::{Limits, PolicyFormat, PolicyLoader, PolicySet, Revision, Session, SessionOptions};
 use proptest::prelude::*;
 
 fn policies_dir() -> PathBuf {
     Path::new(crate::common::REPO).join("policies")
 }
 
-fn load_sources() -> LoadedPolicy {
+fn load_sources() -> PolicySet {
     PolicyLoader::new(Limits::DEFAULT)
         .finish_paths(&[&policies_dir()])
         .unwrap_or_else(|e| panic!("policies/ does not load:\n{e}"))
@@ -38,11 +36,11 @@ fn policies_capc() -> Vec<u8> {
     encode_capc(&load_sources().skills).unwrap()
 }
 
-fn load_bytes(bytes: &[u8]) -> Result<LoadedPolicy, CapcError> {
-    load_capc(bytes, &Limits::DEFAULT).map(LoadedPolicy::from)
+fn load_bytes(bytes: &[u8]) -> Result<PolicySet, CapcError> {
+    load_capc(bytes, &Limits::DEFAULT).map(PolicySet::from)
 }
 
-fn policy_text(skill: &str, body: &str) -> LoadedPolicy {
+fn policy_text(skill: &str, body: &str) -> PolicySet {
     let text = format!("skill \"{skill}\" {{\n  version \"1.0.0\"\n{body}\n}}\n");
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text(&format!("{skill}.cap"), text, PolicyFormat::Cap, None);
@@ -805,7 +803,7 @@ fn decode_errors_name_only_what_is_being_read() {
 // --- integrity: each skill is what its embedded manifest compiles to --------------------------
 
 /// Skill `guarded`: one capability that admits only `payload.role == "user"`.
-fn guarded() -> LoadedPolicy {
+fn guarded() -> PolicySet {
     policy_text(
         "guarded",
         "  capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n    fieldEquals payload.role == \"user\"\n  }",
@@ -847,7 +845,7 @@ fn a_capc_whose_bytecode_differs_from_its_manifest_is_refused() {
     forged[0].capabilities[0].program = open.skills[0].capabilities[0].program.clone();
     // Loaded, it would allow what the manifest denies.
     let engine = |skills: Vec<CompiledSkill>| {
-        capgate::Engine::builder(LoadedPolicy {
+        capgate::Engine::builder(PolicySet {
             skills,
             sources: capgate::span::SourceMap::new(),
         })
@@ -856,11 +854,11 @@ fn a_capc_whose_bytecode_differs_from_its_manifest_is_refused() {
     assert_eq!(
         engine(policy.skills.clone())
             .check(&admin_request())
-            .decision,
+            .verdict,
         capgate::Verdict::Deny
     );
     assert_eq!(
-        engine(forged.clone()).check(&admin_request()).decision,
+        engine(forged.clone()).check(&admin_request()).verdict,
         capgate::Verdict::Allow
     );
     let bytes = encode_capc(&forged).unwrap();
@@ -1067,7 +1065,7 @@ fn disasm_lists_only_checks_that_the_instructions_run() {
 /// The bundled meeting-scheduler session run on `policy`: each line's output, less the
 /// `source` of its reasons (the policy lines they point to; a `.capc` file's locations are not
 /// part of its manifest).
-fn scheduler_decisions(policy: LoadedPolicy) -> Vec<serde_json::Value> {
+fn scheduler_decisions(policy: PolicySet) -> Vec<serde_json::Value> {
     fn without_sources(value: &mut serde_json::Value) {
         match value {
             serde_json::Value::Object(members) => {

@@ -14,8 +14,8 @@ use capgate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use capgate::span::SourceMap;
 use capgate::value::{escape_controls, escape_controls_in_lines, truncate_for_message};
 use capgate::{
-    Clock, Decision, Diagnostic, Engine, InMemoryStore, Limits, LoadedPolicy, PolicyFormat,
-    PolicyLoader, Request, SimulatedClock, parse_strict_json,
+    Clock, Decision, Diagnostic, Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader,
+    PolicySet, Request, SimulatedClock, parse_strict_json,
 };
 use capgate_authoring::repl::{
     ConstraintError, ConstraintInput, constraint_request, evaluate_constraint, value_at,
@@ -120,8 +120,8 @@ pub struct Repl {
     vocabulary: Vocabulary,
 }
 
-fn empty_policy() -> LoadedPolicy {
-    LoadedPolicy {
+fn empty_policy() -> PolicySet {
+    PolicySet {
         skills: Vec::new(),
         sources: SourceMap::new(),
     }
@@ -336,7 +336,7 @@ impl Repl {
             .collect();
         skills.extend(self.typed_skills.iter().cloned());
         self.vocabulary.set_skills(&skills);
-        self.engine.reload(LoadedPolicy {
+        self.engine.reload(PolicySet {
             skills,
             sources: self.file_sources.clone(),
         });
