@@ -2,18 +2,19 @@
 //! reference count, for names a policy declares.
 //!
 //! A decision names its skill and capability. Carried as `Arc<str>`, every allowed decision
-//! incremented and decremented two shared reference counts: four atomic read-modify-writes on
-//! the hot path (each waits for the core's pending stores), and one cache line that threads
-//! deciding for the same skill kept taking from each other. A policy's names are few and known
-//! when it is compiled, so they are interned instead: kept once per process, for its life, and
+//! would increment and decrement two shared reference counts: four atomic read-modify-writes
+//! on the hot path (each waits for the core's pending stores), and one cache line that threads
+//! deciding for the same skill take from each other. A policy's names are few and known when
+//! it is compiled, so they are interned instead: kept once per process, for its life, and
 //! copied as one pointer. Names that come from outside a policy (a request naming an unknown
 //! skill, a decision read back from JSON) are never interned — that would let untrusted input
 //! grow the process — and are reference-counted.
 //!
 //! Both ways hold a thin pointer, so a `Name` and an `Option<Name>` are 16 bytes each (a fat
-//! `&str` made them 24, and the `Decision` that moves through every call 16 bytes larger:
-//! 1.46-1.48x against 1.50-1.53x the from-bytes floor in alternated runs). Reading the text is
-//! one more load, which only deny reasons and audit records do.
+//! `&str` makes them 24, and the `Decision` that moves through every call 16 bytes larger:
+//! 1.50-1.53x the from-bytes floor against 1.46-1.48x with the thin pointer, in alternated runs
+//! of benches/peers). Reading the text is one more load, which only deny reasons and audit
+//! records do.
 //!
 //! The memory this keeps is the distinct names of every policy the process has compiled or
 //! loaded, each once: reloading the same policies adds nothing.

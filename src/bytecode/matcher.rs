@@ -53,8 +53,8 @@ impl Matcher {
     /// to `case_insensitive` and the compiled size limited to `size_limit` bytes, and works out
     /// whether it has a shortcut. The pattern is parsed once: the shortcut is read from the
     /// syntax tree the engine is built from, so the two cannot disagree. Parsing it a second
-    /// time inside the regex crate was a quarter of the cost of building a matcher (~40,000
-    /// instructions of ~150,000): 7 % of compiling 1,000 capabilities with a regex each.
+    /// time inside the regex crate would be a quarter of the cost of building a matcher
+    /// (~40,000 instructions of ~150,000): 7 % of compiling 1,000 capabilities with a regex each.
     pub fn build(
         pattern: &str,
         case_insensitive: bool,
@@ -587,7 +587,7 @@ impl Shortcut {
 
 /// The bytes of `text` between `prefix` at its start and `suffix` at its end, or `None` when it
 /// does not have them. Compares bytes in line ([`bytes_eq`]): with `str::strip_prefix` and
-/// `strip_suffix` (a `memcmp` call each) the shortcut measured slower than the regex. Bytes,
+/// `strip_suffix` (a `memcmp` call each) the shortcut measures slower than the regex. Bytes,
 /// not `&str`: both literals are whole UTF-8 sequences, so the middle is UTF-8 too, and only a
 /// run with a non-ASCII byte needs it as text.
 #[inline(always)]

@@ -406,9 +406,8 @@ mod tests {
 
     #[test]
     fn regression_a_record_after_a_writer_panicked_part_way_starts_on_its_own_line() {
-        // Found by review (older than the thread-local buffer): a writer that took part of a
-        // line and then panicked left `torn` unset, so the next record was glued to the
-        // fragment.
+        // Found by review: a writer that took part of a line and then panicked left `torn`
+        // unset, so the next record was glued to the fragment.
         let out = Torn {
             panics: true,
             ..Torn::default()

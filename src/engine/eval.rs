@@ -93,9 +93,10 @@ enum Step<'g> {
     /// The constraint program held (the candidate goes on to rate limits and gating).
     Holds,
     /// The candidate allows, consuming `grant` if any. The caller builds the [`Decision`] where
-    /// it returns it: a `Decision` built inside `Step` and then moved out of it was copied with
-    /// 16-byte loads of what had just been stored 8 bytes at a time, and that load waited for
-    /// the stores (a third of `decide_in`'s samples on the Intel host of session 27).
+    /// it returns it: a `Decision` built inside `Step` and then moved out of it is copied with
+    /// 16-byte loads of what was just stored 8 bytes at a time, and each such load waits for
+    /// the stores (in a profile, a third of `decide_in`'s samples; `docs/performance.md`, *What
+    /// makes the decision path fast*).
     Allows {
         /// The grant the allow consumed.
         grant: Option<&'g str>,
@@ -250,10 +251,9 @@ impl Engine {
                 .resource
                 .parse_and_match(request.resource, &mut bindings)
         });
-        // Borrowed where `parse_and_match` wrote it: moving it out of the `Option` copied it
-        // with 16-byte loads of what had just been stored 8 bytes at a time, and the loads
-        // waited for the stores (a sixth of `decide_in`'s samples on the Intel host of
-        // session 27).
+        // Borrowed where `parse_and_match` wrote it: moving it out of the `Option` copies it
+        // with 16-byte loads of what was just stored 8 bytes at a time, and the loads wait for
+        // the stores (in a profile, a sixth of `decide_in`'s samples).
         let parsed;
         let (resource, mut first_matched) = match &first {
             Some((resource, matched)) => (resource, Some(*matched)),
@@ -303,7 +303,7 @@ impl Engine {
             let input = self.input(request, resource, &bindings, now, &regex_budget);
             match self.candidate(skill, capability, request, &input, now) {
                 // Not through `finish`, which changes only what is not an allow (observe
-                // mode): an allow returned through it was built aside and copied.
+                // mode): an allow returned through it would be built aside and copied.
                 Step::Allows { grant } => return allow(skill, capability, grant),
                 Step::Decides(decision) => return self.finish(decision),
                 // `candidate` never answers `Holds`: it goes on to a decision or a failure.
@@ -937,7 +937,7 @@ fn grant_refusal(refusal: GrantRefusal, token: &str) -> (ReasonKind, String) {
 
 /// `commit` with the `count` charges `charge` makes (index 0 up), held on the stack in an array
 /// of the smallest size class that holds them: a capability with one rate limit writes one
-/// charge per call, not [`MAX_RATE_LIMITS`] (the placeholders of a full array were ~0.8 KB of
+/// charge per call, not [`MAX_RATE_LIMITS`] (a full array's placeholders would be ~0.8 KB of
 /// stores per stateful decision). `None` when `count` is over [`MAX_RATE_LIMITS`] or `charge`
 /// has no charge for an index below `count`.
 fn with_charges<R>(

@@ -53,8 +53,8 @@ type RevisionHistory = HashMap<(Name, Revision), Arc<CompiledSkill>>;
 
 /// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
 /// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
-/// there; lookups by a request's skill name only read the table. It replaced FNV-1a, whose one
-/// multiply per byte is a dependency chain: 18 multiplies to hash `meeting-scheduler` (and its
+/// there; lookups by a request's skill name only read the table. Not FNV-1a, whose one multiply
+/// per byte is a dependency chain: 18 multiplies to hash `meeting-scheduler` (and its
 /// terminator) against 4 here.
 #[derive(Debug, Clone, Copy, Default)]
 struct NameHash(u64);
@@ -666,8 +666,8 @@ impl Engine {
         // nested in) or gone (a decision from a thread-local destructor at thread exit).
         let mut tape = TAPE.try_with(Cell::take).ok().flatten().unwrap_or_default();
         // Every step below returns the `Decision` itself, never wrapped in an `Option`: each
-        // wrapper was a copy of the freshly written decision, and copying a value just stored
-        // field by field stalls the load on the stores (store-to-load forwarding fails).
+        // wrapper would be a copy of the freshly written decision, and copying a value just
+        // stored field by field stalls the load on the stores (store-to-load forwarding fails).
         let decision = self.check_tape(&mut tape, bytes);
         // Gone at thread exit: the tape is then dropped with this frame.
         let _ = TAPE.try_with(|slot| slot.set(Some(tape)));
@@ -764,7 +764,7 @@ impl Engine {
         refused: impl FnOnce() -> R,
     ) -> R {
         // Borrowed where it was built, as the view below is: moving the document out of the
-        // `Result` copied it just after the parse stored it.
+        // `Result` would copy it just after the parse stored it.
         match &tape.parse_with(bytes, self.limits.parse_depth(), self.repeats()) {
             Ok(doc) => self.read_doc(doc, f, refused),
             Err(_) => refused(),
@@ -780,8 +780,8 @@ impl Engine {
         f: impl FnOnce(&RequestView<'_, crate::tape::NodeRef<'_>>) -> R,
         refused: impl FnOnce() -> R,
     ) -> R {
-        // Borrowed where it was built: moving the view out of the `Result` was a `memcpy` call
-        // per decision.
+        // Borrowed where it was built: moving the view out of the `Result` would be a `memcpy`
+        // call per decision.
         match &RequestView::from_tape(doc.root(), self.limits.max_payload_depth) {
             Ok(view) => f(view),
             Err(NotARequest { escaped: true }) => self.with_decoded_view(doc.root(), f, refused),
@@ -978,8 +978,8 @@ mod tests {
 
     #[test]
     fn decisions_carry_the_names_of_the_policy_in_force_after_a_reload() {
-        // Names were once copies from a per-thread cache, which a reload had to empty; they
-        // are interned now, and must still be the new policy's.
+        // Names are interned by the policy, not cached per thread: after a reload a decision
+        // carries the new policy's.
         let policy = |skill: &str, capability: &str| {
             loaded(&format!(
                 r#"skill "{skill}" {{ version "1" capability "{capability}" {{ resource tool "t" operations call justification "j" }} }}"#

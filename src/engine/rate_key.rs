@@ -14,10 +14,10 @@
 //! The store keeps a [`RateKey`]: the first 128 bits of SHA-256 over that canonical form,
 //! behind a domain prefix and the length-prefixed skill, capability and index ([`RateKeys`]).
 //! The canonical form is streamed into the hash as it is written, so no copy of a `by` value is
-//! made and a caller sending a megabyte `by` value costs the store 16 bytes, not a megabyte
-//! (issue 40). With a secret shared by every replica ([`RateKeys::keyed`]) the hash is
-//! HMAC-SHA-256, so callers cannot compute keys offline; never a per-process random secret, or
-//! replicas on one shared store would count the same caller under different keys.
+//! made and a caller sending a megabyte `by` value costs the store 16 bytes, not a megabyte.
+//! With a secret shared by every replica ([`RateKeys::keyed`]) the hash is HMAC-SHA-256, so
+//! callers cannot compute keys offline; never a per-process random secret, or replicas on one
+//! shared store would count the same caller under different keys.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -277,7 +277,7 @@ enum Member {
 
 impl Member {
     /// The member called `name`, if a request may have it. One comparison per name: dispatched
-    /// on the length, then compared in line (a `match` on the strings called `memcmp` for every
+    /// on the length, then compared in line (a `match` on the strings calls `memcmp` for every
     /// candidate of the same length, ~0.4k instructions per request).
     fn named(name: &[u8]) -> Option<Member> {
         let (member, expected): (Member, &[u8]) = match (name.len(), name.first()?) {

@@ -3,16 +3,17 @@
 //! A window's queue is written on every call it allows. Kept in an ordinary allocation, its
 //! first and last cache lines could hold a neighbouring allocation's bytes, which another
 //! thread may be using: the heap interleaves keys that different threads call, so two threads
-//! on distinct keys would write lines the other reads (what held target 5 back until the key
-//! cells were aligned, `rate_table.rs`). Blocks aligned to a line each hold nothing but this
-//! queue's instants. Measured in session 28 (`docs/performance.md`): two threads on distinct
-//! window keys scaled 1.89–1.92× one thread's throughput with blocks, 1.79–1.84× with a
+//! on distinct keys would write lines the other reads (the reason the key cells are aligned,
+//! `rate_table.rs`). Blocks aligned to a line each hold nothing but this queue's instants.
+//! Measured as the `threads` report of benches/stages.rs measures, on window keys
+//! (`docs/performance.md`, *What makes the decision path fast*): two threads on distinct window
+//! keys scale 1.89–1.92× one thread's throughput with blocks, 1.79–1.84× with a
 //! `VecDeque<i64>`; the price is an aligned allocation when a window first stores an instant
 //! (~0.5 µs more per new key in a table of 1 M) and at least 64 bytes per window that holds any.
 //! A ring's first or last block may still have a neighbour's line as the other half of its
 //! 128-byte pair, which adjacent-line prefetchers fetch together (the key cells close that too,
 //! `rate_table.rs`); blocks aligned to 128 bytes would, at twice the smallest ring. At 64 the
-//! window keys already scaled as bucket keys do, so the smaller ring was kept.
+//! window keys already scale as bucket keys do, so the blocks stay at one line.
 
 /// Instants per block: one 64-byte cache line of `i64`.
 const PER_BLOCK: usize = 8;
@@ -267,8 +268,8 @@ mod tests {
         });
     }
 
-    /// Regression (session 28): a window's instants shared cache lines with neighbouring
-    /// allocations. Every block starts a line of its own.
+    /// Regression: a window's instants shared cache lines with neighbouring allocations. Every
+    /// block starts a line of its own.
     #[test]
     fn every_block_fills_a_cache_line_of_its_own() {
         assert_eq!(std::mem::align_of::<Block>(), 64);

@@ -81,13 +81,14 @@ struct Padded<T>(T);
 /// CPUs with 128-byte lines the line that holds the state is one of those same two pairs, so
 /// it is the cell's own there too.
 ///
-/// Without the alignment a cell shared its lines with whatever the allocator had put next to
-/// it, and in a heap whose freed memory had been reused that was often another thread's cell,
-/// key or map entry: two threads on distinct keys wrote lines the other read, and target 5's
-/// two-thread rounds fell from ~1.9× one thread's throughput to ~1.3–1.5× in about half of
-/// them. Padding the state with 48 bytes of the cell on each side, which keeps its lines but
-/// not their pair partners to itself, did not help (session 28, `docs/performance.md`). The
-/// alignment costs ~100 bytes per key.
+/// Without the alignment a cell shares its lines with whatever the allocator put next to it,
+/// and in a heap whose freed memory is reused that is often another thread's cell, key or map
+/// entry: two threads on distinct keys write lines the other reads, and in about half of the
+/// two-thread rounds of the `threads` report (benches/stages.rs) throughput falls from ~1.9×
+/// one thread's to ~1.3–1.5×. Padding the state with 48 bytes of the cell on each side, which
+/// keeps its lines but not their pair partners to itself, does not help in that report
+/// (`docs/performance.md`, *What makes the decision path fast*). The alignment costs ~100
+/// bytes per key.
 #[repr(C, align(64))]
 pub(super) struct KeyCell {
     /// `None` once forgotten: the cell is no longer in the table, and the key is looked up again.

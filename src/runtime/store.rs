@@ -891,9 +891,9 @@ mod tests {
         assert_eq!(store.rate_key_count(), 200);
     }
 
-    /// Issue 40, item 10: the charges of a commit were zipped with their per-charge space, so
-    /// space one charge short would have checked and consumed one limit fewer and allowed the
-    /// call. Unequal lengths now refuse the charge left without its pair.
+    /// Regression: the charges of a commit were zipped with their per-charge space, so space
+    /// one charge short would have checked and consumed one limit fewer and allowed the call.
+    /// Unequal lengths refuse the charge left without its pair.
     #[test]
     fn regression_charges_without_their_per_charge_space_are_refused_not_skipped() {
         let store = InMemoryStore::new();
@@ -1060,8 +1060,7 @@ mod tests {
     /// whose sweep forgot K2; K2's charge then read it as absent at the floor and was refused,
     /// which the commit ignored: it answered `Ok` with K2 never charged, so K2 allowed a second
     /// call 5 ns later (its bound: 1 + 5/10 = 1). Where the sweeps stand when K1 comes varies,
-    /// so the set-up is tried with many stores; it failed in about one in ten before the fix
-    /// (with the shard's hash table then; the sweeps now walk a list).
+    /// so the set-up is tried with many stores (the bug showed in about one in ten).
     #[test]
     fn regression_a_commit_charges_every_key_it_checked_even_when_a_sweep_forgets_one() {
         let bucket = RateSpec::Bucket {

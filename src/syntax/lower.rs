@@ -67,8 +67,8 @@ struct Lowerer {
 fn content_end(pair: &Pair<'_, Rule>) -> usize {
     let mut end = pair.as_span().end();
     let mut current = pair.clone();
-    // `next_back`, not `last`: `last` walks every child (a skill's last child was found by
-    // walking all its capabilities' tokens, ~3 % of compiling 1,000 capabilities).
+    // `next_back`, not `last`: `last` walks every child (for a skill's last child, all its
+    // capabilities' tokens: ~3 % of compiling 1,000 capabilities).
     while let Some(last) = current.clone().into_inner().next_back() {
         end = last.as_span().end();
         current = last;

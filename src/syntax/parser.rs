@@ -558,8 +558,8 @@ mod tests {
 
     /// Where `(escape | plain)*` stops in `text` (`at_least_one`: `+`; `None` when it cannot
     /// match): an escape is `\` and any character but a line break, a plain character anything
-    /// but `stop`, `\` and a line break. The grammar's literal bodies before they were written as
-    /// runs, whose language and stopping points the runs must keep.
+    /// but `stop`, `\` and a line break: the plain form of the grammar's literal bodies, whose
+    /// language and stopping points the runs the grammar writes them as must keep.
     fn reference_end(text: &str, stop: char, at_least_one: bool) -> Option<usize> {
         let chars: Vec<(usize, char)> = text.char_indices().collect();
         let mut i = 0;

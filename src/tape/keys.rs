@@ -286,9 +286,9 @@ const CHUNK: usize = 16;
 /// chunks of [`CHUNK`] bytes (the last shorter, none empty): foldhash's `write` hashes each
 /// call's bytes as a unit, so an escaped key's decoded bytes must reach it in the same calls as
 /// an equal unescaped key's. Most keys are one chunk. The object goes through the keyed hash
-/// too: mixed in afterwards by a public multiply (sessions 5 to 8), it let an input place its
-/// objects at node indices that send the same names in every object to one block of slots,
-/// under SipHash as well (found by review).
+/// too: mixed in afterwards by a public multiply, it would let an input place its objects at
+/// node indices that send the same names in every object to one block of slots, under SipHash
+/// as well (`regression_objects_placed_at_chosen_node_indices_do_not_cluster_their_keys`).
 ///
 /// With `fold`, the key's simple case folding is hashed instead, in the same chunks of its
 /// bytes: a plain ASCII key's bytes in lower case, any other key's characters folded one by one,
@@ -413,8 +413,8 @@ mod tests {
     fn regression_comparing_keys_with_one_hash_costs_at_most_their_bytes() {
         // Found by review: the budget counted probes, and a probe that meets a key with the same
         // hash compares the two keys' bytes, so long colliding keys cost their length on every
-        // such probe (input^1.5). Those comparisons now charge a budget of bytes — the length
-        // of the keys held — and overrunning it switches the parse to SipHash.
+        // such probe (input^1.5). Those comparisons charge a budget of bytes — the length of
+        // the keys held — and overrunning it switches the parse to SipHash.
         let mut tape = Tape::new();
         tape.keys.collide = Some(same_hash);
         let long = "x".repeat(10_000);
@@ -499,7 +499,7 @@ mod tests {
     fn regression_switching_to_siphash_costs_the_keys_held_not_the_table() {
         // Found by review: the switch re-hashed by scanning (and reallocating) the whole table,
         // which keeps the size of the largest parse before — 1 M slots after one large
-        // document made every later switch cost 16 MiB. It now re-inserts the keys it listed.
+        // document made every later switch cost 16 MiB. A switch re-inserts the listed keys.
         let mut tape = Tape::new();
         tape.parse(object("k", 300_000, "").as_bytes(), 10).unwrap();
         let (slots, len) = (tape.keys.slots.as_ptr(), tape.keys.slots.len());

@@ -120,8 +120,8 @@ impl Parser<'_> {
     /// Reads one value (the whole input but whitespace), leaving its nodes on the tape.
     ///
     /// Whitespace is skipped where a dispatch on the next byte finds it, not tested for before
-    /// every dispatch: in compact JSON (the usual request) no byte is whitespace, and the test
-    /// before each dispatch was ~380 instructions of the scenario request's parse.
+    /// every dispatch: in compact JSON (the usual request) no byte is whitespace, and a test
+    /// before each dispatch would be ~380 instructions of the scenario request's parse.
     fn run(&mut self) -> Result<(), Fault> {
         'value: loop {
             // A value (or whitespace before it) starts at `pos`.

@@ -566,8 +566,8 @@ pub(super) fn test<'r, J: Json<'r>, S: Sink>(
             // Both paths keys only, both values there, the identity not `null`: the walks below
             // would reach just these two values and compare them, so compare them here (the
             // usual case: `payload.organizer.email == agent.email`). Everything else, and every
-            // trace, takes the walks. (The same shortcut for `Equals`, `InSet` and `Matches` cost
-            // the scenario's other tests more than it saved: session 14.)
+            // trace, takes the walks. (The same shortcut for `Equals`, `InSet` and `Matches` costs
+            // the other tests of the peers scenario, benches/peers, more than it saves.)
             if !S::EXPLAIN
                 && let (Some(value), Some(other)) =
                     (plain_member(input, path), plain_member(input, other_path))

@@ -342,9 +342,9 @@ const SCAN_MEMBERS: usize = 16;
 
 /// The member `key` of `map`. With serde_json's `preserve_order` (an `IndexMap`, whose members
 /// lie in one vector) a small object is scanned, lengths first: `Map::get` hashes the key with
-/// SipHash first, which cost ~110–270 instructions per lookup against ~20–60 for the scan, and
-/// was a third of a pre-parsed decision in such a build. A sorted map (`BTreeMap`, the default)
-/// is always asked with `get`: walking its nodes was measured slower than its search (session 8).
+/// SipHash first, which costs ~110–270 instructions per lookup against ~20–60 for the scan, a
+/// third of a pre-parsed decision in such a build. A sorted map (`BTreeMap`, the default) is
+/// always asked with `get`: walking its nodes measures slower than its search.
 #[inline(always)]
 fn member<'r>(map: &'r Map<String, Value>, key: &str) -> Option<&'r Value> {
     if value_maps_are_sorted() || map.len() > SCAN_MEMBERS {

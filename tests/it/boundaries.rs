@@ -121,7 +121,7 @@ fn numbers_compare_exactly_at_the_float_precision_edge() {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Every `Limits` field, end to end (issue 40, item 10)
+// Every `Limits` field, end to end
 // ------------------------------------------------------------------------------------------------
 
 /// `policy` loaded and an engine built, both under `limits` (stateful, on a simulated clock), or

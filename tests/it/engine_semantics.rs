@@ -989,9 +989,9 @@ fn regex_on_a_non_string_fails() {
     fails(c, json!({"s": null}), ReasonKind::FieldMatches);
 }
 
-/// `\d`, `\w` and `\s` are ASCII (issue 40 item 14): Arabic-Indic `١٢٣` and fullwidth `１２３`
-/// are not digits, `é` is not a word character, a no-break space is not a space — and each
-/// negation takes them in. Unicode literals and `\p{..}` classes keep their meaning.
+/// `\d`, `\w` and `\s` are ASCII: Arabic-Indic `١٢٣` and fullwidth `１２３` are not digits, `é`
+/// is not a word character, a no-break space is not a space — and each negation takes them in.
+/// Unicode literals and `\p{..}` classes keep their meaning.
 #[test]
 fn perl_classes_are_ascii_in_field_matches() {
     let digits = r"fieldMatches payload.s ~ /\d+/";
@@ -2672,7 +2672,7 @@ fn reload_that_adds_a_capability_under_the_same_name_does_not_revive_its_grants(
     assert_allow(&decide(&engine, &pay("POST", PAY_ACME, 1, "new")));
 }
 
-/// Issue 40, item 4: a grant refused while a reload had removed its capability was allowed
+/// Regression: a grant refused while a reload had removed its capability was allowed
 /// again once a later reload added the capability back. Both a grant presented while the
 /// capability was gone and one that was not stay void, under the same and under another
 /// revision, and so does the capability's implicit grant in a transaction begun before.

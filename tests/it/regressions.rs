@@ -61,8 +61,8 @@ fn regression_optional_difference_fails_on_wrong_shape_when_other_side_absent() 
     assert_eq!(decision.reasons[0].constraint.as_str(), "fieldRange");
 }
 
-/// The fix keeps what `optional` is for: both sides absent, or one absent and the other
-/// present, still holds.
+/// `optional` still holds where it is meant to: both sides absent, or one absent and the other
+/// present.
 #[test]
 fn regression_optional_difference_still_holds_when_only_absent() {
     let engine = difference_policy("optional fieldRange payload.end - payload.start >= 1s");
@@ -106,7 +106,7 @@ fn regression_a_request_given_as_a_json_array_is_refused_not_read_by_position() 
 #[test]
 fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
     // The deny of an over-limit body named its skill by parsing the whole body, which the
-    // size limit is there to prevent; it now names none.
+    // size limit is there to prevent; it names none.
     let loaded = {
         let mut loader = PolicyLoader::default();
         loader.add_text("r.cap", TOOL_POLICY.to_owned(), PolicyFormat::Cap, None);
@@ -132,7 +132,7 @@ fn regression_an_over_limit_request_is_not_parsed_to_name_its_skill() {
 #[test]
 fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bound() {
     // Every rate-limit key stayed in the in-memory store forever, so callers choosing `by`
-    // values (here the agent id) grew it without bound. Idle keys are now forgotten.
+    // values (here the agent id) grew it without bound. Idle keys are forgotten.
     let mut loader = PolicyLoader::default();
     loader.add_text(
         "r.cap",
@@ -194,8 +194,7 @@ fn regression_rate_limit_keys_chosen_by_callers_do_not_grow_the_store_without_bo
 /// the bytes and last in name order (after 20,000 members); the second branch — doubling
 /// `allOf`s through `$ref`, on `u`'s item and on `m1`…`m7` — spends 4,177,906 of the 4,194,304
 /// steps, so the request fits only if the first branch stops at `u`. It is refused alike from
-/// bytes and pre-parsed, as `input` (a limit, SPEC §7). (The second branch was a `uniqueItems`
-/// over 2,893 numbers until `uniqueItems` stopped comparing every pair.)
+/// bytes and pre-parsed, as `input` (a limit, SPEC §7).
 #[test]
 fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_parsed() {
     let mut defs = serde_json::Map::new();
@@ -250,9 +249,9 @@ fn regression_a_schema_near_its_step_budget_decides_alike_from_bytes_and_pre_par
     );
 }
 
-/// Issue 40 item 9: a `payloadSchema` that stopped at its step or depth limit counted as a
-/// payload that fails the schema, so it was denied as `payloadSchema` — and under a policy's
-/// `not`, allowed. A limit now refuses the request as `input` (SPEC §7), `not` or no `not`.
+/// Regression: a `payloadSchema` that stopped at its step or depth limit counted as a payload
+/// that fails the schema, so it was denied as `payloadSchema` — and under a policy's `not`,
+/// allowed. A limit refuses the request as `input` (SPEC §7), `not` or no `not`.
 #[test]
 fn regression_a_schema_limit_refuses_the_request_as_input_even_under_not() {
     // Each level offers two branches to the next: 2^21 levels' worth of steps for a number.
@@ -296,7 +295,7 @@ fn regression_a_schema_limit_refuses_the_request_as_input_even_under_not() {
 
 /// Found in review: rate-limit keys held the JSON text of each `by` value, so `7` and `7.0`
 /// — one value, SPEC §2.4 and §5.3 — were two keys, each with its own full limit (and `0`,
-/// `0.0`, `-0.0` three). Keys are now canonical: numbers by value, objects by name.
+/// `0.0`, `-0.0` three). Keys are canonical: numbers by value, objects by name.
 #[test]
 fn regression_a_number_written_another_way_shares_its_rate_limit() {
     let policy = loaded(
@@ -410,8 +409,8 @@ fn regression_a_reload_does_not_free_a_transaction_grant_from_its_transaction() 
 
 /// Found in review: an expired renewable grant was renewed for the *current* capability's
 /// duration, so a reload to a longer one made a one-minute grant last a day
-/// (docs/semantics.md: the duration of a grant is fixed when it is issued). A renewal now
-/// lasts the shorter of the two.
+/// (docs/semantics.md: the duration of a grant is fixed when it is issued). A renewal lasts
+/// the shorter of the two.
 #[test]
 fn regression_a_reload_does_not_lengthen_a_grants_renewal() {
     let (engine, clock) = stateful(&lifetime_policy("wallClock 1m renewable"));
@@ -499,7 +498,7 @@ fn regression_a_reload_that_narrows_a_lifetime_to_a_duration_expires_running_gra
 /// Found in review (twice): a `fieldMatches` source was pasted into `^(?:…)$` unchecked, so a
 /// source that closes the group early — `[a-z]+)|(?:x` — became a top-level alternation whose
 /// first branch was anchored only at the start, and `abc; DROP TABLE users` matched it (in the
-/// `.cap` language and in JSON manifests alike). A source must now parse as a regex on its own.
+/// `.cap` language and in JSON manifests alike). A source must parse as a regex on its own.
 #[test]
 fn regression_a_regex_cannot_close_its_anchoring_group() {
     let cap = r#"skill "s" {
@@ -544,7 +543,7 @@ fn regression_a_regex_cannot_close_its_anchoring_group() {
 /// Found in review: `actorBinding payload.owner == agent.email` held for an agent whose email is
 /// `null` acting on a record whose owner is `null` (`null == null`): an agent with no identity
 /// was bound to every unowned record. SPEC §2.4 denies a request without the identity field; a
-/// `null` one names no agent either. The binding now fails, with its own reason, from bytes and
+/// `null` one names no agent either. The binding fails, with its own reason, from bytes and
 /// pre-parsed, and in the reference evaluator.
 #[test]
 fn regression_a_null_identity_binds_nothing() {
@@ -585,8 +584,8 @@ fn regression_a_null_identity_binds_nothing() {
 
 /// Found in review: RFC 3339 allows any number of fraction digits, and chrono cut them off past
 /// the ninth, moving an instant earlier: `12:00:00.0000000001` read as `12:00:00`, so
-/// `end - start <= 2h` held for an end just past two hours. Such a timestamp is now refused
-/// (the constraint fails); extra digits that are all zero still read exactly.
+/// `end - start <= 2h` held for an end just past two hours. Such a timestamp is refused (the
+/// constraint fails); extra digits that are all zero still read exactly.
 #[test]
 fn regression_a_timestamp_finer_than_a_nanosecond_is_not_cut_off() {
     let engine = engine(
@@ -676,8 +675,8 @@ fn regression_a_limit_broken_in_a_pinned_grants_old_program_denies_the_request()
 
 /// Found in review: a comment ran to the next line feed, so a lone carriage return — which most
 /// editors show as a line break — hid the constraint after it: `// note\r fieldEquals ...`
-/// loaded without the constraint and allowed. A carriage return that does not end a line is now
-/// a syntax error; `\r\n` line ends still load.
+/// loaded without the constraint and allowed. A carriage return that does not end a line is a
+/// syntax error; `\r\n` line ends still load.
 #[test]
 fn regression_a_lone_carriage_return_cannot_hide_a_constraint() {
     let policy = |line_end: &str| {
@@ -721,7 +720,7 @@ thread_local! {
 /// Found in review: a decision made from a thread-local destructor at thread exit (a gateway's
 /// per-thread state logging a last call) reached the engine's own thread-locals — the tape of
 /// `check_slice`, the rate-key buffer of a stateful decision — after they were destroyed, and
-/// `with` panicked there, which aborts the whole process. Both now fall back to a fresh buffer.
+/// `with` panicked there, which aborts the whole process. Both fall back to a fresh buffer.
 /// The scenarios run in a child process, so that a regression fails this test instead of
 /// aborting the test binary.
 #[test]
@@ -822,7 +821,7 @@ fn regression_a_request_over_the_size_limit_is_refused_from_a_value_too() {
 /// Found in review: the policy loader's directory walk followed symlinks without remembering
 /// where it had been, so a link to `.` looped forever (two links: `capgate check -p` hung) or,
 /// with one link, loaded every policy again under `loop/loop/...` ("skill declared twice").
-/// Each directory is now visited once. (The test runner's walk: the authoring crate's
+/// Each directory is visited once. (The test runner's walk: the authoring crate's
 /// `regression_a_symlink_loop_in_a_test_directory_is_walked_once`.)
 #[cfg(unix)]
 #[test]
@@ -850,10 +849,10 @@ fn regression_a_symlink_loop_in_a_policy_directory_is_walked_once() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Found in review of the size-limit fix above: measuring a session's request as compact JSON
+/// Found in review: measuring a session's request as compact JSON (the size limit above)
 /// disagreed with the bytes on the line both ways — `1e5` is longer written back (`100000.0`),
-/// `\u00e9` shorter (`é`). A session now counts a call's text as written on its line, as a
-/// gateway counts the bytes it receives: under the limit on the line is allowed, over it denied.
+/// `\u00e9` shorter (`é`). A session counts a call's text as written on its line, as a gateway
+/// counts the bytes it receives: under the limit on the line is allowed, over it denied.
 #[test]
 fn regression_a_session_measures_a_call_as_written_on_its_line() {
     let session = tool_session();
@@ -879,9 +878,8 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
         result.text
     );
     assert!(result.json.contains(r#""skill":"s""#), "{}", result.text);
-    // A malformed call's message is the value's, not positioned inside the `call` text (a
-    // first version of this fix decided the text with `check_slice`, whose messages said
-    // "at line 1 column 38" of the member).
+    // A malformed call's message is the value's, not positioned inside the `call` text
+    // (deciding the text with `check_slice` would say "at line 1 column 38" of the member).
     let result = session.run_line(
         r#"{"call": {"skill": "s", "operation": 1, "resource": "tool:t"}, "expect": "deny"}"#,
         3,
@@ -897,9 +895,9 @@ fn regression_a_session_measures_a_call_as_written_on_its_line() {
 /// Found in review: `uniqueItems` charged one step per pair however large the items, so a
 /// 1 MiB request of 2,800 arrays of 181 numbers was compared pair by pair for 25 s (from bytes)
 /// before it was allowed; charging the pairs' worst case up front then refused 300 such arrays
-/// (8.2 M steps) at once. Items are hashed and sorted now (issue 40 item 9): 2,500 such arrays
-/// cost their weight (455,000 steps) and are allowed, and a repeated one is found — alike from
-/// bytes and pre-parsed.
+/// (8.2 M steps) at once. Items are hashed and sorted: 2,500 such arrays cost their weight
+/// (455,000 steps) and are allowed, and a repeated one is found — alike from bytes and
+/// pre-parsed.
 #[test]
 fn regression_unique_items_over_large_items_is_decided_without_comparing_every_pair() {
     let engine = engine(
@@ -944,7 +942,7 @@ fn regression_unique_items_over_large_items_is_decided_without_comparing_every_p
 
 /// Found in review: a live engine (system clock) skipped parsing `time`, so
 /// `"time": "noon"` was allowed by a gateway while `capgate check` and replay refused it. It is
-/// now refused with `input` everywhere, and a valid one is still never honoured live.
+/// refused with `input` everywhere, and a valid one is still never honoured live.
 #[test]
 fn regression_a_live_engine_refuses_a_time_that_is_not_a_timestamp() {
     let mut loader = PolicyLoader::default();
@@ -971,7 +969,7 @@ fn regression_a_live_engine_refuses_a_time_that_is_not_a_timestamp() {
 /// Found in review: an input refusal's audit record said `"operation": ""` and
 /// `"resource": ""` whatever the request carried, and a request refused for a duplicate member
 /// (a smuggled second `amount`, say) was named `"skill": ""` in the decision and the record:
-/// the strict parser used to name it refused it too. It is now read leniently for naming.
+/// the strict parser it was named with refused it too. It is read leniently for naming.
 #[test]
 fn regression_an_input_refusal_names_the_requests_skill_operation_and_resource() {
     #[derive(Debug, Default)]
@@ -1012,8 +1010,8 @@ fn regression_an_input_refusal_names_the_requests_skill_operation_and_resource()
 /// than once, a value of the wrong shape — counted as failing, and `not` turned that into a pass.
 /// `?role=admin&role=admin` (or `?role=user&role=admin`, or `%72ole`) got past
 /// `not { fieldEquals resource.query.role == "admin" }`, and `{"user": [{"role": "admin"}]}` past
-/// `not { fieldEquals payload.user.role == "admin" }`. A check now holds only if it also holds
-/// with such tests taken to hold; `any` still holds through another branch.
+/// `not { fieldEquals payload.user.role == "admin" }`. A check holds only if it also holds with
+/// such tests taken to hold; `any` still holds through another branch.
 #[test]
 fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
     let engine = engine(
@@ -1083,7 +1081,7 @@ fn regression_not_cannot_turn_a_broken_path_into_a_pass() {
 /// Found in review of the step charges: a tape charged a number's text (one step per 64
 /// characters) where a pre-parsed `Value` charged one, so 2,000 distinct numbers written with
 /// 128 characters each under `uniqueItems` were denied from bytes (out of steps) and allowed
-/// pre-parsed. The parser now reads each number once and keeps its value, a number weighs one
+/// pre-parsed. The parser reads each number once and keeps its value, a number weighs one
 /// step on both paths, and comparing two never parses their text again.
 #[test]
 fn regression_long_number_texts_cost_alike_from_bytes_and_pre_parsed() {
@@ -1124,10 +1122,10 @@ fn regression_long_number_texts_cost_alike_from_bytes_and_pre_parsed() {
     );
 }
 
-/// Found in review of the escaping fix: request text still reached output raw — a member name
-/// in a reason's path (`to_text`), session names echoed on replay's ok lines, and a parser
-/// refusal quoting a 10,000-character unknown member whole (in the reason, the audit record
-/// and `capgate check`'s stderr).
+/// Found in review: request text reached output raw — a member name in a reason's path
+/// (`to_text`), session names echoed on replay's ok lines, and a parser refusal quoting a
+/// 10,000-character unknown member whole (in the reason, the audit record and `capgate
+/// check`'s stderr).
 #[test]
 fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_refusals() {
     let engine = engine(
@@ -1170,12 +1168,12 @@ fn regression_request_text_is_escaped_and_cut_in_paths_session_lines_and_parser_
     assert_eq!(results[0].text.lines().count(), 1, "{:?}", results[0].text);
 }
 
-/// Found in review of the first fix for the case above, which ran a check again with
-/// undecidable tests taken to hold: sound only when they all sit under the same number of `not`s.
-/// `any { not A, B }` passed the first run through `not A` and the second through `B`, so
-/// `"user": "admin"` (or a repeated `role` with `"approvals": "many"`) was allowed by the engine
-/// and the reference alike. An undecidable test now counts as whatever fails its check, from its
-/// parity of `not`s (`VerifiedProgram::negated`).
+/// Found in review: running a check again with undecidable tests taken to hold (the case above)
+/// is sound only when they all sit under the same number of `not`s. `any { not A, B }` passed
+/// the first run through `not A` and the second through `B`, so `"user": "admin"` (or a
+/// repeated `role` with `"approvals": "many"`) was allowed by the engine and the reference
+/// alike. An undecidable test counts as whatever fails its check, from its parity of `not`s
+/// (`VerifiedProgram::negated`).
 #[test]
 fn regression_an_undecidable_test_fails_its_check_whatever_the_nesting() {
     let cases = [

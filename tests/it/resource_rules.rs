@@ -1404,7 +1404,7 @@ fn duplicate_binding_name_is_an_error() {
 
 /// Found in review: each new binding was compared with every earlier one, so compiling a
 /// template of many bindings was quadratic (a 400 KB policy of one template took 9 s to load).
-/// A template now binds at most `MAX_BINDINGS` names, with a clear error past that.
+/// A template binds at most `MAX_BINDINGS` names, with a clear error past that.
 #[test]
 fn regression_a_template_binds_at_most_max_bindings_names() {
     use capgate::bytecode::resource::MAX_BINDINGS;

@@ -1,6 +1,6 @@
 //! Tests that cannot decide (a wrong shape, a repeated query parameter, a value of the wrong
 //! type): how the verifier traces their `not` parity, and how deny reasons, policy-test traces
-//! and the REPL show them. Each was found in review of the `not` fix (session 10).
+//! and the REPL show them. Each was found in review of how `not` treats such tests.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,7 +23,7 @@ use serde_json::json;
 #[test]
 /// A crafted program popped a slot on a jump's fall-through path and negated it on the jump
 /// path; the verifier gave its test the fall-through parity, so an undecidable value passed. Code
-/// that touches the slots below a jump before its target is now refused (`UntraceableTest`).
+/// that touches the slots below a jump before its target is refused (`UntraceableTest`).
 fn regression_the_verifier_refuses_code_that_touches_a_slot_below_a_jump() {
     let c = |i: usize| CheckIdx::from_usize(i).unwrap();
     let code = vec![
@@ -70,7 +70,7 @@ fn regression_the_verifier_refuses_code_that_touches_a_slot_below_a_jump() {
     assert_eq!(error.reason, VerifyReason::UntraceableTest, "{error}");
 }
 
-/// Found in review of the session-10 parity trace: every instruction scanned every jump not yet
+/// Found in review of the verifier's parity trace: every instruction scanned every jump not yet
 /// reached, so verifying was quadratic in the number of open jumps. A crafted `.capc` of 40,000
 /// `OrElse`s to one target took 1.2 s to verify (release build), and one filling the 4 MiB file
 /// limit minutes — at load, before any request. Here 300,000 such jumps verify at once.

@@ -1,4 +1,4 @@
-//! An allowed decision allocates nothing on the heap (issue 5, target 4).
+//! An allowed decision allocates nothing on the heap.
 //!
 //! A counting global allocator wraps the system allocator; after one warm-up call (which may
 //! size thread-local buffers and regex caches), a run of allowed decisions must not allocate.
@@ -147,10 +147,10 @@ fn engine_on(policy: &str, state: bool) -> Engine {
     }
 }
 
-/// Found in review of this session's fixes: comparing two large tape objects sorted one of
-/// them up front, so `uniqueItems` over distinct objects of more than 16 members allocated on
-/// every allowed decision; and a rate-limit key on an object `by` value collected its members
-/// even from a pre-parsed (already sorted) map. Neither allocates now.
+/// Found in review: comparing two large tape objects sorted one of them up front, so
+/// `uniqueItems` over distinct objects of more than 16 members allocated on every allowed
+/// decision; and a rate-limit key on an object `by` value collected its members even from a
+/// pre-parsed (already sorted) map. Neither allocates.
 #[test]
 fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
     let unique = engine_on(
@@ -201,10 +201,10 @@ fn large_objects_and_object_rate_keys_allocate_nothing_when_allowed() {
     assert_eq!(per_call, 0.0, "a rate limit keyed by an object, pre-parsed");
 }
 
-/// Issue 40, item 7: a rate limit's `by` value was stored whole as its key, so every new
-/// megabyte value a caller sent kept a megabyte in the store (+292 MB for 300 keys). The store
-/// keeps a 16-byte hash of the canonical value: a call with a new megabyte value keeps only the
-/// key's cell and its table and list slots.
+/// Regression: a rate limit's `by` value was stored whole as its key, so every new megabyte
+/// value a caller sent kept a megabyte in the store (+292 MB for 300 keys). The store keeps a
+/// 16-byte hash of the canonical value: a call with a new megabyte value keeps only the key's
+/// cell and its table and list slots.
 #[test]
 fn a_huge_rate_limit_key_is_stored_as_a_fixed_size_hash() {
     let engine = engine_on(

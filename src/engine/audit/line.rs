@@ -3,11 +3,11 @@
 //! The output is byte for byte what `serde_json` makes of the record's derived `Serialize`
 //! (`the_line_is_what_serde_json_writes`, a property test over every field but `reasons`, which
 //! are handed to serde_json itself and varied only as none or one); only the work differs.
-//! serde_json escapes every key and value a byte at a time (that loop was 15 % of an audited
-//! decision's samples); here the fixed keys are copied as they are, a value with nothing to
-//! escape — every value an engine usually records — is copied between quotes, and anything else
-//! goes to serde_json's own string escaping (`value::write_json_str`), so the two can never
-//! disagree on how a string is escaped.
+//! serde_json escapes every key and value a byte at a time (that loop is 15 % of an audited
+//! decision's samples when serde_json writes the record); here the fixed keys are copied as
+//! they are, a value with nothing to escape — every value an engine usually records — is copied
+//! between quotes, and anything else goes to serde_json's own string escaping
+//! (`value::write_json_str`), so the two can never disagree on how a string is escaped.
 
 use std::io::Write;
 

@@ -383,10 +383,10 @@ proptest! {
     }
 }
 
-/// Regression (session 28): a key's state shared cache lines with neighbouring allocations, so
-/// two threads on distinct keys slowed each other. The state must fill a line of its own, and
-/// the other line of its 128-byte pair (fetched with it by the adjacent-line prefetcher) must
-/// not be another cell's.
+/// Regression: a key's state shared cache lines with neighbouring allocations, so two threads
+/// on distinct keys slowed each other. The state must fill a line of its own, and the other
+/// line of its 128-byte pair (fetched with it by the adjacent-line prefetcher) must not be
+/// another cell's.
 #[test]
 fn a_cells_state_fills_a_cache_line_of_its_own() {
     assert_eq!(std::mem::align_of::<KeyCell>(), 64);

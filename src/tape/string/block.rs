@@ -3,9 +3,9 @@
 //! the quote ([`Stop`]).
 //!
 //! With SSE2 (every x86-64) it is three byte compares and two `pmovmskb`s, through `safe_arch`'s
-//! safe wrappers of the intrinsics (this crate denies `unsafe`): the two SWAR words it replaced
-//! cost about twice the instructions, and most of a request's parse is this scan. Elsewhere it is
-//! the two SWAR words (module `words`), which the tests also hold to the vector version on x86.
+//! safe wrappers of the intrinsics (this crate denies `unsafe`): about half the instructions of
+//! two SWAR words, and most of a request's parse is this scan. Elsewhere it is the two SWAR
+//! words (module `words`), which the tests also hold to the vector version on x86.
 
 #[cfg(all(
     any(target_arch = "x86", target_arch = "x86_64"),
@@ -20,8 +20,8 @@ pub(super) use words::{special_in_block, special_in_block_from};
 
 /// Where a block's scan stopped: the offset of its first special byte, and whether that byte
 /// is the closing quote `"`, told by the compares themselves so the caller need not load the
-/// byte again to know (a load whose address waits for the scan: the parse's most sampled
-/// line on the Intel host of session 24).
+/// byte again to know (a load whose address waits for the scan; in a profile, such a load is
+/// the parse's most sampled line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Stop {
     /// The byte's offset in the block.

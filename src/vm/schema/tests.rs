@@ -81,9 +81,9 @@ fn pattern_digit_class_is_ascii_like_ecma() {
     assert!(valid(json!({"pattern": "^\\p{Letter}+$"}), json!("é")));
 }
 
-/// `\d`, `\w` and `\s` are ASCII in `pattern` and `patternProperties` as in `fieldMatches`
-/// (issue 40 item 14): `\s` too, where ECMA-262 reads Unicode spaces; their negations take the
-/// Unicode characters in, and `\p{..}` classes stay Unicode.
+/// `\d`, `\w` and `\s` are ASCII in `pattern` and `patternProperties` as in `fieldMatches`:
+/// `\s` too, where ECMA-262 reads Unicode spaces; their negations take the Unicode characters
+/// in, and `\p{..}` classes stay Unicode.
 #[test]
 fn perl_classes_are_ascii_in_payload_schema_patterns() {
     for unicode in ["١٢٣", "１２３", "৩"] {
@@ -416,10 +416,10 @@ fn step_limit_fails_closed_even_inside_not() {
     assert!(is_valid(&program, &few));
 }
 
-/// Issue 40 item 9: `uniqueItems` compared every pair, one step a pair, so ~2,900 distinct
-/// scalars ran out of the 4.2 M-step budget and a legitimate payload was denied. Items are
-/// hashed and sorted now, O(n log n): 100,000 distinct scalars — the most a `[*]` may scan —
-/// fit with room to spare, and a duplicate anywhere is still found.
+/// Regression: `uniqueItems` compared every pair, one step a pair, so ~2,900 distinct scalars
+/// ran out of the 4.2 M-step budget and a legitimate payload was denied. Items are hashed and
+/// sorted, O(n log n): 100,000 distinct scalars — the most a `[*]` may scan — fit with room to
+/// spare, and a duplicate anywhere is still found.
 #[test]
 fn unique_items_over_thousands_of_scalars_fits_the_budget() {
     let program = program(json!({"uniqueItems": true}));
@@ -779,8 +779,8 @@ fn regression_the_step_budget_does_not_depend_on_the_order_of_members() {
         assert_eq!(tape_last, value, "budget {steps}, `u` last on the tape");
         verdicts.push(value.0);
     }
-    // The window where the order used to matter lies inside this range of budgets: small
-    // budgets run out, large ones do not.
+    // The budgets where the order could matter lie inside this range: small budgets run out,
+    // large ones do not.
     assert!(!verdicts[0] && verdicts[159], "{verdicts:?}");
 }
 
@@ -898,7 +898,7 @@ fn valid_on_both(program: &SchemaProgram, instance: &Value) -> bool {
 /// Found in review: the step budget counted schema nodes, not work. A `pattern` cost one step
 /// on a 256 KiB string, so 21 levels of `allOf` doubling through `$ref` ran for minutes; a
 /// `uniqueItems` pair cost one step however large its items, so 2,800 arrays of 181 numbers
-/// took 25 s. Text now costs a step per `BYTES_PER_STEP` bytes, constants by their weight, and
+/// took 25 s. Text costs a step per `BYTES_PER_STEP` bytes, constants by their weight, and
 /// `uniqueItems` its worst case up front.
 #[test]
 fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
@@ -943,8 +943,8 @@ fn regression_work_that_grows_with_the_instance_is_charged_by_its_size() {
         first_violation(&program, &json!([1])).unwrap().keyword,
         "const"
     );
-    // Found in review of the first form: every constant of an `enum` was charged, so 5,000
-    // one-letter strings under `enum: ["a", "b", <1,000 numbers>]` ran out of steps.
+    // Found in review: every constant of an `enum` was charged, so 5,000 one-letter strings
+    // under `enum: ["a", "b", <1,000 numbers>]` ran out of steps.
     let numbers = Value::Array((0..1000).map(|i| json!(i)).collect());
     let program = program_of(json!({"items": {"enum": ["a", "b", numbers]}}), 1 << 22);
     assert!(valid_on_both(

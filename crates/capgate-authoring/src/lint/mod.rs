@@ -2,7 +2,7 @@
 //!
 //! [`lint_policy`] walks a parsed [`PolicyFile`] and returns one [`Lint`] per finding, each with a
 //! stable [`LintCode`] (`CG001`…), the span it points at, a one-line message and a help line;
-//! [`lint_text`] reads the text of a policy that parsed for what the AST no longer shows (a
+//! [`lint_text`] reads the text of a policy that parsed for what the AST does not show (a
 //! bidirectional control written raw in a string literal).
 //! The rules come from the review guidance of the capability-manifest article (SPEC's seed
 //! `001`): wildcard resources, unconstrained writes, long lifetimes, boilerplate
@@ -692,9 +692,8 @@ mod tests {
         assert!(codes(&double, "").is_empty());
     }
 
-    /// `fieldEquals A == B` holds on `null == null` (issue 40 item 14): flagged when neither side
-    /// is known to be non-null — and, for `optional`, present — from the capability's other
-    /// constraints.
+    /// `fieldEquals A == B` holds on `null == null`: flagged when neither side is known to be
+    /// non-null — and, for `optional`, present — from the capability's other constraints.
     #[test]
     fn field_equals_between_two_optional_paths_is_linted() {
         let base = format!("resource tool \"t\" operations call {GOOD}");

@@ -78,7 +78,7 @@ fn a_directory_without_tests_is_an_error() {
 
 /// Found in review: the test runner's directory walk followed symlinks without remembering
 /// where it had been, so a link to `.` looped forever (two links: `capgate test` hung). Each
-/// directory is now visited once.
+/// directory is visited once.
 #[cfg(unix)]
 #[test]
 fn regression_a_symlink_loop_in_a_test_directory_is_walked_once() {

@@ -476,7 +476,7 @@ fn control_characters_in_the_resource_are_denied_with_resource() {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Regex work (issue 40 item 8)
+// Regex work
 // ------------------------------------------------------------------------------------------------
 
 /// A stateless engine over one skill `s` of `tool:t` whose capabilities are `capabilities`
@@ -533,7 +533,7 @@ fn mixed_ab(len: usize) -> String {
 }
 
 /// Regex work was unbounded: one linear-time regex over a ~1 MB string took 1.2 s, four took
-/// 2.5 s. Each match is now charged its text's bytes times its regex's size, before it runs,
+/// 2.5 s. Each match is charged its text's bytes times its regex's size, before it runs,
 /// against `Limits::max_regex_work` for the whole request: four `fieldMatches` over a 1,000,000
 /// byte string, four 250,000-byte values under one `[*]` path, or a `payloadSchema` `pattern`
 /// over the string are refused as `input` without running, from bytes and pre-parsed alike.
@@ -708,7 +708,7 @@ proptest::proptest! {
 
 /// Compiling regexes was bounded per regex only: a 41 KB policy of 1,000 distinct `\w{38}zN`
 /// regexes took 20 s to load (each compiled to the 1 MiB limit of one regex and failed). `\w`
-/// is ASCII now, so that policy loads; its Unicode twin (`\pL{38}zN`, ~1.8 MB compiled each) is
+/// is ASCII, so that policy loads; its Unicode twin (`\pL{38}zN`, ~1.8 MB compiled each) is
 /// refused once the regexes together pass `Limits::max_regex_total_bytes`, and every regex
 /// after that fails at once instead of compiling.
 #[test]
@@ -1724,7 +1724,7 @@ proptest::proptest! {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Every input read within its limit (issue 40, items 5 and 6)
+// Every input read within its limit
 
 /// The address space a capped run of the binary gets (`ulimit -v`, in KiB): room for the
 /// program and its limits, far less than the inputs below, which read whole would abort it.
@@ -1827,7 +1827,7 @@ fn assert_refused_over(output: &Output, limit: &str) {
 }
 
 /// Found by a hostile tester: `check -r FILE`, `-r -` and standard input read everything before
-/// the size limit, so `/dev/zero` exhausted memory. They now read one byte past the limit at most.
+/// the size limit, so `/dev/zero` exhausted memory. They read one byte past the limit at most.
 #[cfg(unix)]
 #[test]
 fn check_stops_reading_a_request_at_the_limit() {
@@ -1994,7 +1994,7 @@ fn policy_dir_refuses_what_is_not_a_regular_file_without_opening_it() {
 
 /// Found by a hostile tester: `replay` read a 56 MB session line whole into a `Value` before the
 /// size check, and the allocation failure aborted the process. A line over
-/// `Limits::max_session_line_bytes` is now an error for that line, dropped as it is read (here
+/// `Limits::max_session_line_bytes` is an error for that line, dropped as it is read (here
 /// 200 MB on a pipe, under a 128 MiB address-space cap), and the next line still runs.
 #[cfg(unix)]
 #[test]

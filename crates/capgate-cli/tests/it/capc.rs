@@ -526,9 +526,9 @@ fn capgate_compile_exits_2_when_policies_do_not_load() {
 }
 
 /// Found in review: `compile -p s.cap -o s.cap` replaced the policy source, comments and all,
-/// with bytecode (and said "wrote"); a review of that fix found the same for a schema file the
-/// policy reads (`payloadSchema file "sch.json"`). An existing output that is not a `.capc` is
-/// refused, and so is a `.capc` the policy was read from; an older `.capc` is replaced.
+/// with bytecode (and said "wrote"), and `-o sch.json` did the same to a schema file the policy
+/// reads (`payloadSchema file "sch.json"`). An existing output that is not a `.capc` is refused,
+/// and so is a `.capc` the policy was read from; an older `.capc` is replaced.
 #[test]
 fn regression_capgate_compile_never_writes_over_a_policy_it_read() {
     let dir = temp_dir("cli-self");
@@ -754,7 +754,7 @@ fn regression_schema_limits_above_the_compilers_are_refused_at_load() {
     );
 }
 
-/// Found in review: a decode error gave only a byte offset; it now names the skill and the
+/// Found in review: a decode error gave only a byte offset; it names the skill and the
 /// capability being read (here a regex too large for the loader's tighter limits).
 #[test]
 fn decode_errors_name_the_skill_and_capability() {
@@ -774,9 +774,9 @@ fn decode_errors_name_the_skill_and_capability() {
     );
 }
 
-/// Found in review of the change above: the skill and capability named in decode errors were
+/// Found in review: the skill and capability named in decode errors (the case above) were
 /// never reset, so an error after the last skill named its last capability, and a truncation
-/// named neither. A message now names what is being read, and nothing between skills.
+/// named neither. A message names what is being read, and nothing between skills.
 #[test]
 fn decode_errors_name_only_what_is_being_read() {
     let policy = policy_text(

@@ -241,8 +241,8 @@ fn check_accepts_a_policy_directory_and_json_manifests() {
 
 #[test]
 fn regression_a_broken_json_manifest_in_a_policy_directory_is_reported_not_skipped() {
-    // A manifest with a syntax error used to be taken for "not a manifest" and skipped: the
-    // directory loaded without its skill and nothing said why.
+    // Regression: a manifest with a syntax error was taken for "not a manifest" and skipped:
+    // the directory loaded without its skill and nothing said why.
     let dir = temp_dir();
     write(&dir, "a.cap", POLICY);
     write(
@@ -796,7 +796,7 @@ fn replay_one_granted_call(dir: &Path, policy: &str, audit: &str) -> Output {
 
 /// Regression: a failed audit write was dropped silently (the sink's comment said the CLI
 /// reported it; nothing did), so `--audit` on a full disk exited 0 with no trail. An audit
-/// trail that cannot be written (here `/dev/full`: every write fails with "no space") is now
+/// trail that cannot be written (here `/dev/full`: every write fails with "no space") is
 /// reported, and the run exits 2 even though the decision itself was allow.
 #[cfg(target_os = "linux")]
 #[test]
@@ -822,8 +822,8 @@ fn regression_an_audit_file_that_cannot_be_written_fails_the_run() {
 }
 
 /// Regression (found in review): an audit file left with part of a line by an earlier run's
-/// failed write had the next run's first record appended to that fragment. The CLI now ends
-/// such a fragment with a newline before writing.
+/// failed write had the next run's first record appended to that fragment. The CLI ends such
+/// a fragment with a newline before writing.
 #[test]
 fn regression_an_audit_file_ending_mid_line_gets_whole_records_after_it() {
     let (dir, policy) = setup();
@@ -846,7 +846,7 @@ fn regression_an_audit_file_ending_mid_line_gets_whole_records_after_it() {
 }
 
 /// Regression: `capgate replay ... | head` panicked with "failed printing to stdout: Broken pipe"
-/// once the reader went away. A closed standard output now ends the process quietly.
+/// once the reader went away. A closed standard output ends the process quietly.
 #[test]
 fn regression_closed_stdout_ends_quietly_instead_of_panicking() {
     let mut child = common::capgate()

@@ -277,9 +277,9 @@ fn convert_refuses_a_file_with_two_skills_as_json() {
 /// Found in review: a manifest regex holding a line break in extended mode, `(?x)a<LF>b`, was
 /// written to `.cap` as `/(?x)a\nb/`; there `\n` matches a line break where the real one was
 /// ignored, so `ab` went from allowed to denied and `a<LF>b` from denied to allowed. `convert`
-/// now refuses a regex `.cap` cannot hold. (A first fix compared the output, read back, with
-/// the input, and so refused the shapes the printer rewrites to the same meaning — an escaped
-/// `\/`, an empty regex, a three-bound `fieldRange` — which still convert.)
+/// refuses a regex `.cap` cannot hold, and only that: comparing the output, read back, with the
+/// input would refuse the shapes the printer rewrites to the same meaning — an escaped `\/`, an
+/// empty regex, a three-bound `fieldRange` — which convert.
 #[test]
 fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
     let dir = temp_dir();
@@ -325,8 +325,8 @@ fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
             "range.json",
             r#"{"type": "fieldRange", "field": "payload.n", "min": 1, "max": 10, "exclusiveMax": 9}"#,
         ),
-        // Written as `1e+20`, which the grammar read as the duration `1e` until the third
-        // review of this fix: the output must load back.
+        // Regression: written as `1e+20`, which the grammar reads as the duration `1e`; the
+        // output must load back.
         (
             "big.json",
             r#"{"type": "fieldRange", "field": "payload.n", "max": 1e20}"#,
@@ -342,8 +342,8 @@ fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
 }
 
 /// Found in review: each human-format report re-read the file from the start to find its line,
-/// so 8,000 errors on a 112 KB file took 26 s to print (JSON: 0.3 s). The human format now
-/// prints the first `MAX_HUMAN_REPORTS` (50) and counts the rest; JSON prints all.
+/// so 8,000 errors on a 112 KB file took 26 s to print (JSON: 0.3 s). The human format prints
+/// the first `MAX_HUMAN_REPORTS` (50) and counts the rest; JSON prints all.
 #[test]
 fn regression_human_reports_stop_at_fifty_and_count_the_rest() {
     let dir = temp_dir();

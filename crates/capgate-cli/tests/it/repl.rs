@@ -1018,7 +1018,7 @@ fn an_unwritable_history_file_does_not_fail_the_repl() {
 
 /// Found in review: scripted input rescanned the whole open block after every line to see
 /// whether it was complete, so a pretty-printed request of 40,000 lines took 40 s (quadratic).
-/// The brackets are now counted one line at a time. A 30,000-line request (under the 1 MiB
+/// The brackets are counted one line at a time. A 30,000-line request (under the 1 MiB
 /// limit) is decided at once.
 #[test]
 fn regression_a_long_multi_line_request_is_read_in_linear_time() {
