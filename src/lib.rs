@@ -17,6 +17,7 @@ pub mod session;
 pub mod span;
 pub mod syntax;
 pub mod tape;
+pub mod time;
 pub mod value;
 pub mod vm;
 
@@ -30,9 +31,4 @@ pub use name::Name;
 pub use revision::Revision;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
-pub use vm::parse_timestamp;
-
-/// Parses a duration such as `500ms`, `30s`, `10m`, `2h` or `1d`.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    syntax::units::parse_duration(text).map(syntax::ast::Duration::to_std)
-}
+pub use time::{parse_duration, parse_timestamp};

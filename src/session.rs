@@ -10,7 +10,7 @@ use crate::engine::{AuditSink, Engine, EngineError, PolicySet, parse_json_with_d
 use crate::limits::Limits;
 use crate::parse_duration;
 use crate::runtime::{InMemoryStore, SimulatedClock};
-use crate::vm::parse_timestamp;
+use crate::time::parse_timestamp;
 
 /// How a session's engine is built.
 #[derive(Debug, Default)]

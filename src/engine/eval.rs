@@ -131,7 +131,7 @@ impl Engine {
         let Some(time) = &request.time else {
             return Ok(None);
         };
-        let parsed = crate::vm::parse_timestamp(time).ok_or_else(|| {
+        let parsed = crate::time::parse_timestamp(time).ok_or_else(|| {
             Reason::request(
                 ReasonKind::Input,
                 format!("`time` {} is not an RFC 3339 timestamp", quote(time)),

@@ -742,8 +742,8 @@ impl Engine {
 
     /// The tape path alone, without the full-parse fallback: its decision, or `None` when the
     /// bytes are not a request it reads. For the differential tests and the fuzzers, which hold
-    /// it to [`Engine::check`]; embedders call [`Engine::check_slice`].
-    #[doc(hidden)]
+    /// it to [`Engine::check`]; embedders call [`Engine::check_slice`]. Feature `internals`.
+    #[cfg(feature = "internals")]
     pub fn check_slice_tape_only(&self, bytes: &[u8]) -> Option<Decision> {
         self.with_tape_view(
             &mut Tape::new(),

@@ -23,6 +23,7 @@ use crate::bytecode::index::{CheckIdx, Index, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::{BoundConst, BoundSet, CompiledPath, PathAccess, Program};
 use crate::bytecode::verify::{MAX_STACK, VerifiedProgram};
+use crate::time::{format_nanos, nanos, parse_timestamp};
 
 /// How a program ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,8 +194,9 @@ fn run_from<'r, J: Json<'r>>(
 
 /// What the plan of `program` makes of `input` alone: `Some(outcome)` when it decided
 /// (every check held, or one failed), `None` when it left the call to the program or `program`
-/// has no plan. For the tests that show the plan decides the calls it should.
-#[doc(hidden)]
+/// has no plan. For the tests that show the plan decides the calls it should. Feature
+/// `internals`.
+#[cfg(feature = "internals")]
 pub fn decided_by_plan<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
@@ -206,8 +208,9 @@ pub fn decided_by_plan<'r, J: Json<'r>>(
     }
 }
 
-/// Runs a program without trying its plan: the reference the plan is tested against.
-#[doc(hidden)]
+/// Runs a program without trying its plan: the reference the plan is tested against. Feature
+/// `internals`.
+#[cfg(feature = "internals")]
 pub fn run_unplanned<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
@@ -215,7 +218,8 @@ pub fn run_unplanned<'r, J: Json<'r>>(
     run_from(program, input, (0, TO_THE_END), &mut Steps::default())
 }
 
-/// Runs a program and counts its steps (for the cost-bound tests).
+/// Runs a program and counts its steps (for the cost-bound tests). Feature `internals`.
+#[cfg(feature = "internals")]
 pub fn run_counted<'r, J: Json<'r>>(
     program: &VerifiedProgram,
     input: &Input<'_, J>,
@@ -864,26 +868,6 @@ fn concrete_path(path: &CompiledPath, trail: &SegmentTrail) -> String {
     }
 }
 
-/// Parses an RFC 3339 timestamp. RFC 3339 allows any number of fraction digits; an instant is
-/// kept to the nanosecond, so a fraction with a non-zero digit past the ninth is refused
-/// (`None`) rather than cut off, which would move it earlier (regression: `12:00:00.0000000001`
-/// read as `12:00:00`, so `end - start <= 2h` held for an end just past two hours).
-pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
-    let fraction = text.split_once('.').map_or("", |(_, rest)| rest);
-    let digits = fraction.bytes().take_while(u8::is_ascii_digit);
-    if digits.skip(9).any(|digit| digit != b'0') {
-        return None;
-    }
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
-/// Nanoseconds since the epoch, exactly.
-pub fn nanos(t: DateTime<Utc>) -> i128 {
-    i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
-}
-
 /// Whether every bound holds, given how the subject orders against each bound's constant
 /// (`None`, e.g. a constant of the wrong kind, fails the bound).
 fn within(bounds: &BoundSet, order: impl Fn(&BoundConst) -> Option<Ordering>) -> bool {
@@ -912,27 +896,4 @@ fn nanos_in_bounds(d: i128, bounds: &BoundSet) -> bool {
         BoundConst::Nanos(limit) => Some(d.cmp(limit)),
         BoundConst::Number(_) | BoundConst::Now => None,
     })
-}
-
-/// Formats signed nanoseconds as a readable duration (`2h0m1s`, `-30s`, `1.5s`).
-pub fn format_nanos(d: i128) -> String {
-    let sign = if d < 0 { "-" } else { "" };
-    let d = d.unsigned_abs();
-    let secs = d / 1_000_000_000;
-    let frac = d % 1_000_000_000;
-    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
-    let mut text = String::from(sign);
-    if h > 0 {
-        text.push_str(&format!("{h}h"));
-    }
-    if h > 0 || m > 0 {
-        text.push_str(&format!("{m}m"));
-    }
-    if frac == 0 {
-        text.push_str(&format!("{s}s"));
-    } else {
-        let frac = format!("{frac:09}");
-        text.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
-    }
-    text
 }

@@ -148,7 +148,7 @@ pub(super) fn test_message<'r, J: Json<'r>>(
                 .text
                 .as_deref()
                 .and_then(|t| serde_json::from_str::<String>(t).ok())
-                .and_then(|t| super::exec::parse_timestamp(&t))
+                .and_then(|t| crate::time::parse_timestamp(&t))
                 .is_none()
             {
                 format!("value {value} is not an RFC 3339 timestamp")

@@ -3,8 +3,8 @@
 //! - [`Input`] borrows everything a program may read from the request; nothing is cloned.
 //! - [`run`] is the hot path: no allocation, just the outcome ([`Outcome`]). It answers the
 //!   checks from the program's plan first (`plan`, [`crate::bytecode::plan`]) and runs the
-//!   program from the first check the plan cannot answer; [`run_unplanned`] is the program alone,
-//!   the reference the plan is tested against.
+//!   program from the first check the plan cannot answer; `run_unplanned` (feature `internals`)
+//!   is the program alone, the reference the plan is tested against.
 //! - [`trace`] runs the same loop and reports every test to a [`Tracer`]; deny reasons and
 //!   `:explain` come from it.
 //! - [`resource`], [`schema`] and [`window`] evaluate the compiled resource templates, payload
@@ -24,9 +24,10 @@ pub mod schema;
 pub mod window;
 
 pub use exec::{
-    Outcome, Steps, TestReport, Tracer, VmError, decided_by_plan, format_nanos, nanos,
-    parse_timestamp, run, run_counted, run_unplanned, trace, trace_check, trace_from,
+    Outcome, Steps, TestReport, Tracer, VmError, run, trace, trace_check, trace_from,
     undecidable_tests_decide,
 };
+#[cfg(feature = "internals")]
+pub use exec::{decided_by_plan, run_counted, run_unplanned};
 pub use input::{Input, RegexBudget, RegexWorkExceeded};
 pub use json::{CaseVariant, Json};

@@ -989,7 +989,7 @@ fn assignment(lines: &[&str], index: usize, number: usize) -> Result<(Step, usiz
     let (value, next) = json_value(lines, index, cursor.rest(), number, value_column)?;
     let step = if target.field == "time" && target.steps.is_empty() {
         match value.as_str() {
-            Some(text) if capgate::vm::parse_timestamp(text).is_some() => {
+            Some(text) if capgate::time::parse_timestamp(text).is_some() => {
                 Step::Time(text.to_owned())
             }
             _ => {
