@@ -10,11 +10,16 @@
 //! - [`AuditSink`] receives one [`AuditRecord`] per decision.
 
 mod audit;
+mod builder;
 mod decision;
 mod eval;
+mod index;
 mod load;
+mod named;
 mod rate_key;
 mod request;
+mod snapshot;
+mod state;
 mod view;
 
 use std::cell::Cell;
@@ -23,8 +28,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
+pub use builder::{EngineBuilder, EngineError, MIN_RATE_KEY_SECRET_BYTES};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
 pub use eval::CandidateTrace;
+pub use index::SkillIndex;
 pub use load::{Diagnostic, LoadError, PolicyFormat, PolicyLoader, PolicySet};
 pub use request::{
     Request, RequestError, depth_exceeds, parse_json_slice_with_depth, parse_json_with_depth,
@@ -35,9 +42,10 @@ use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::name::Name;
 use crate::revision::Revision;
-use crate::runtime::{Clock, GrantLifetime, NewGrant, StateError, StateStore, SystemClock};
-use crate::span::SourceMap;
+use crate::runtime::{Clock, StateStore};
 use crate::tape::{Repeats, Tape};
+use index::removed_capabilities;
+use named::Named;
 use rate_key::RateKeys;
 use view::{Decoded, NotARequest, RequestView};
 
@@ -50,286 +58,6 @@ thread_local! {
 
 /// Every compiled revision of every skill, by (name, revision).
 type RevisionHistory = HashMap<(Name, Revision), Arc<CompiledSkill>>;
-
-/// A word-at-a-time multiplicative hash (FxHash's step) for the skill index. Its keys come
-/// from the loaded policies (trusted), so the flooding resistance of SipHash buys nothing
-/// there; lookups by a request's skill name only read the table. Not FNV-1a, whose one multiply
-/// per byte is a dependency chain: 18 multiplies to hash `meeting-scheduler` (and its
-/// terminator) against 4 here.
-#[derive(Debug, Clone, Copy, Default)]
-struct NameHash(u64);
-
-impl NameHash {
-    #[inline(always)]
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for NameHash {
-    #[inline]
-    fn finish(&self) -> u64 {
-        // The multiply leaves the most entropy in the high bits; the table picks buckets from
-        // the low ones.
-        self.0.rotate_left(26)
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let mut buffer = [0; 8];
-            buffer.copy_from_slice(word);
-            self.mix(u64::from_le_bytes(buffer));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut buffer = [0; 8];
-            if let Some(head) = buffer.get_mut(..rest.len()) {
-                head.copy_from_slice(rest);
-            }
-            self.mix(u64::from_le_bytes(buffer));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, byte: u8) {
-        self.mix(u64::from(byte));
-    }
-
-    #[inline]
-    fn write_usize(&mut self, value: usize) {
-        self.mix(u64::try_from(value).unwrap_or(u64::MAX));
-    }
-}
-
-type NameHashBuild = std::hash::BuildHasherDefault<NameHash>;
-
-/// The loaded skills, indexed by name for O(1) lookup.
-#[derive(Debug)]
-pub struct SkillIndex {
-    skills: Vec<Arc<CompiledSkill>>,
-    by_name: HashMap<Name, usize, NameHashBuild>,
-    sources: SourceMap,
-}
-
-impl SkillIndex {
-    fn new(loaded: PolicySet) -> Self {
-        let skills: Vec<Arc<CompiledSkill>> = loaded.skills.into_iter().map(Arc::new).collect();
-        let by_name = skills
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name.clone(), i))
-            .collect();
-        SkillIndex {
-            skills,
-            by_name,
-            sources: loaded.sources,
-        }
-    }
-
-    /// The skill named `name`.
-    pub fn skill(&self, name: &str) -> Option<&Arc<CompiledSkill>> {
-        self.by_name.get(name).and_then(|&i| self.skills.get(i))
-    }
-
-    /// Every skill, in load order.
-    pub fn skills(&self) -> &[Arc<CompiledSkill>] {
-        &self.skills
-    }
-
-    /// The source files the policy came from.
-    pub fn sources(&self) -> &SourceMap {
-        &self.sources
-    }
-}
-
-/// An operator action the engine refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
-pub enum EngineError {
-    /// The skill is not loaded.
-    #[error("unknown skill `{0}`")]
-    UnknownSkill(String),
-    /// The capability is not in the skill.
-    #[error("skill `{skill}` has no capability `{capability}`")]
-    UnknownCapability {
-        /// The skill.
-        skill: String,
-        /// The capability asked for.
-        capability: String,
-    },
-    /// The engine keeps no state (grants, transactions, revocations need a state store).
-    #[error("this engine is stateless: {0} needs a state store")]
-    Stateless(&'static str),
-    /// The state store refused.
-    #[error(transparent)]
-    State(#[from] StateError),
-    /// A [`Limits`] field is above its fixed bound.
-    #[error(transparent)]
-    Limits(#[from] crate::limits::LimitError),
-    /// A rate-key secret shorter than [`MIN_RATE_KEY_SECRET_BYTES`].
-    #[error("a rate-key secret needs at least {MIN_RATE_KEY_SECRET_BYTES} bytes, found {0}")]
-    #[diagnostic(help("use 32 random bytes, in a file every replica reads"))]
-    RateKeySecretTooShort(usize),
-}
-
-/// The fewest bytes a rate-key secret may have ([`EngineBuilder::rate_key_secret`]).
-pub const MIN_RATE_KEY_SECRET_BYTES: usize = 16;
-
-/// How an engine is put together.
-#[derive(Debug)]
-pub struct EngineBuilder {
-    policy: PolicySet,
-    clock: Option<Arc<dyn Clock>>,
-    state: Option<Arc<dyn StateStore>>,
-    audit: Option<Arc<dyn AuditSink>>,
-    limits: Limits,
-    observe: bool,
-    rate_keys: RateKeys,
-}
-
-impl EngineBuilder {
-    /// Uses this clock (default: the system clock). A request's `time` is honoured only when
-    /// the clock says it is simulated.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = Some(clock);
-        self
-    }
-
-    /// Makes the engine stateful with this store.
-    pub fn state(mut self, state: Arc<dyn StateStore>) -> Self {
-        self.state = Some(state);
-        self
-    }
-
-    /// Sends one record per decision to `sink`.
-    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
-        self.audit = Some(sink);
-        self
-    }
-
-    /// Uses these limits (default: [`Limits::DEFAULT`]).
-    ///
-    /// # Errors
-    /// [`EngineError::Limits`] if a field is above its fixed bound ([`Limits::check`]): the
-    /// engine could not enforce it as set.
-    pub fn limits(mut self, limits: Limits) -> Result<Self, EngineError> {
-        limits.check()?;
-        self.limits = limits;
-        Ok(self)
-    }
-
-    /// Observe mode: decide as usual but return allow, with the real decision in `observed`.
-    pub fn observe(mut self, observe: bool) -> Self {
-        self.observe = observe;
-        self
-    }
-
-    /// Keys rate limits with HMAC-SHA-256 under `secret` instead of plain SHA-256, so that
-    /// callers cannot compute which `by` values share a key. Read the secret from a file that
-    /// every replica on the same state store shares: replicas with different secrets (or a
-    /// secret made up per process) count one caller under different keys, each with a full
-    /// limit.
-    ///
-    /// # Errors
-    /// [`EngineError::RateKeySecretTooShort`] for a secret of fewer than
-    /// [`MIN_RATE_KEY_SECRET_BYTES`] bytes (an empty file, say).
-    pub fn rate_key_secret(mut self, secret: &[u8]) -> Result<Self, EngineError> {
-        if secret.len() < MIN_RATE_KEY_SECRET_BYTES {
-            return Err(EngineError::RateKeySecretTooShort(secret.len()));
-        }
-        self.rate_keys = RateKeys::keyed(secret);
-        Ok(self)
-    }
-
-    /// Builds the engine.
-    pub fn build(self) -> Engine {
-        let policy = SkillIndex::new(self.policy);
-        let mut history = HashMap::new();
-        for skill in &policy.skills {
-            history.insert((skill.name.clone(), skill.revision), skill.clone());
-        }
-        Engine {
-            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
-            generation: AtomicU64::new(0),
-            policy: RwLock::new(Arc::new(policy)),
-            history: RwLock::new(history),
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-            state: self.state,
-            audit: self.audit,
-            limits: self.limits,
-            observe: self.observe,
-            rate_keys: self.rate_keys,
-            next_grant: AtomicU64::new(1),
-            unrecorded_removals: Mutex::new(Vec::new()),
-            any_unrecorded_removal: AtomicBool::new(false),
-        }
-    }
-}
-
-/// What a refused request names — its `skill`, `operation` and `resource`, each `""` when it
-/// names none — for its deny and audit record. Untrusted text, never used to decide.
-#[derive(Debug, Clone, Default)]
-struct Named {
-    skill: Name,
-    operation: String,
-    resource: String,
-}
-
-impl Named {
-    /// What `value` names.
-    fn from_value(value: &serde_json::Value) -> Named {
-        let text = |name: &str| value.get(name).and_then(|s| s.as_str()).unwrap_or("");
-        Named {
-            skill: Name::from(text("skill")),
-            operation: text("operation").to_owned(),
-            resource: text("resource").to_owned(),
-        }
-    }
-
-    /// What `bytes` name, read leniently (a duplicate member, the usual reason for a refusal,
-    /// does not stop it: the last one is read, as most parsers would); nothing when they are
-    /// not JSON at all.
-    fn from_slice(bytes: &[u8]) -> Named {
-        serde_json::from_slice::<serde_json::Value>(bytes)
-            .map(|value| Named::from_value(&value))
-            .unwrap_or_default()
-    }
-}
-
-/// The (skill, capability) pairs of `old` that `new` lacks.
-fn removed_capabilities(old: &SkillIndex, new: &SkillIndex) -> Vec<(Name, Name)> {
-    let mut removed = Vec::new();
-    for skill in old.skills() {
-        let kept = new.skill(&skill.name);
-        for capability in &skill.capabilities {
-            if kept.is_none_or(|kept| kept.capability(&capability.name).is_none()) {
-                removed.push((skill.name.clone(), capability.name.clone()));
-            }
-        }
-    }
-    removed
-}
-
-/// Every engine's identity, for the per-thread policy snapshots.
-static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
-
-/// How many engines' snapshots one thread keeps (the oldest is dropped first).
-const SNAPSHOTS_PER_THREAD: usize = 8;
-
-/// One thread's copy of an engine's current policy.
-struct Snapshot {
-    engine: u64,
-    generation: u64,
-    policy: Arc<SkillIndex>,
-}
-
-thread_local! {
-    /// Per-thread snapshots, so that a decision reads the policy without writing to any cache
-    /// line another thread reads (no lock, no reference count on the hot path).
-    static SNAPSHOTS: std::cell::RefCell<Vec<Snapshot>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
 
 /// Decides requests against a loaded policy. `Send + Sync`: share one engine between threads.
 #[derive(Debug)]
@@ -365,15 +93,7 @@ pub struct Engine {
 impl Engine {
     /// Starts building an engine around a loaded policy.
     pub fn builder(policy: PolicySet) -> EngineBuilder {
-        EngineBuilder {
-            policy,
-            clock: None,
-            state: None,
-            audit: None,
-            limits: Limits::DEFAULT,
-            observe: false,
-            rate_keys: RateKeys::unkeyed(),
-        }
+        EngineBuilder::new(policy)
     }
 
     /// The current policy.
@@ -417,117 +137,6 @@ impl Engine {
         drop(history);
     }
 
-    /// Withdraws `removed` in the state store, with every removal still unrecorded; keeps those
-    /// the store could not record, for the next reload or call.
-    fn record_removals(&self, removed: Vec<(Name, Name)>) {
-        let Some(store) = &self.state else {
-            return;
-        };
-        let mut unrecorded = self
-            .unrecorded_removals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        for pair in removed {
-            if !unrecorded.contains(&pair) {
-                unrecorded.push(pair);
-            }
-        }
-        unrecorded
-            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
-        self.any_unrecorded_removal
-            .store(!unrecorded.is_empty(), Ordering::Release);
-    }
-
-    /// Whether a reload removed `capability` of `skill` and the store has not recorded it yet
-    /// (after trying again now): calls to it are refused until it has.
-    #[inline]
-    pub(crate) fn removal_unrecorded(
-        &self,
-        store: &dyn StateStore,
-        skill: &Name,
-        capability: &Name,
-    ) -> bool {
-        if !self.any_unrecorded_removal.load(Ordering::Acquire) {
-            return false;
-        }
-        self.retry_removals(store, skill, capability)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn retry_removals(&self, store: &dyn StateStore, skill: &Name, capability: &Name) -> bool {
-        let mut unrecorded = self
-            .unrecorded_removals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        unrecorded
-            .retain(|(skill, capability)| store.withdraw_capability(skill, capability).is_err());
-        self.any_unrecorded_removal
-            .store(!unrecorded.is_empty(), Ordering::Release);
-        unrecorded
-            .iter()
-            .any(|(s, c)| s == skill && c == capability)
-    }
-
-    /// Runs `f` on the current policy. On the hot path it reads this thread's snapshot, checked
-    /// against the reload generation with one atomic load; after a reload (or on a thread's
-    /// first call) the snapshot is refreshed from the lock. `None` only if `f` could not be run,
-    /// which the construction below rules out; callers fail closed on it anyway.
-    pub(crate) fn with_policy<R>(&self, f: impl FnOnce(&SkillIndex) -> R) -> Option<R> {
-        let generation = self.generation.load(Ordering::Acquire);
-        // `f` stays in `slot` unless it is about to run, so the fallback below can still run it.
-        let mut slot = Some(f);
-        let ran = SNAPSHOTS
-            .try_with(|cell| {
-                if let Ok(mut snapshots) = cell.try_borrow_mut()
-                    && !snapshots
-                        .iter()
-                        .any(|s| s.engine == self.id && s.generation == generation)
-                {
-                    self.refresh_snapshot(&mut snapshots, generation);
-                }
-                // The mutable borrow above has ended, so a nested decision on this thread (an
-                // audit sink calling the engine) can read the snapshot too.
-                let snapshots = cell.try_borrow().ok()?;
-                let snapshot = snapshots
-                    .iter()
-                    .find(|s| s.engine == self.id && s.generation == generation)?;
-                slot.take().map(|f| f(&snapshot.policy))
-            })
-            .ok()
-            .flatten();
-        match (ran, slot.take()) {
-            (Some(result), _) => Some(result),
-            // No usable snapshot (thread-local storage torn down, or borrowed): read the lock.
-            (None, Some(f)) => Some(f(&self.policy())),
-            (None, None) => None,
-        }
-    }
-
-    /// Brings this thread's snapshot of the engine to `generation` (after a reload, or on the
-    /// thread's first decision): out of line, so that the decisions that find their snapshot
-    /// current keep only the check in their code.
-    #[cold]
-    #[inline(never)]
-    fn refresh_snapshot(&self, snapshots: &mut Vec<Snapshot>, generation: u64) {
-        match snapshots.iter_mut().find(|s| s.engine == self.id) {
-            Some(snapshot) => {
-                snapshot.policy = self.policy();
-                snapshot.generation = generation;
-            }
-            None => {
-                if snapshots.len() >= SNAPSHOTS_PER_THREAD {
-                    snapshots.remove(0);
-                }
-                snapshots.push(Snapshot {
-                    engine: self.id,
-                    generation,
-                    policy: self.policy(),
-                });
-            }
-        }
-    }
-
     /// Loads policies from paths and replaces the current policy with them. If loading fails,
     /// the engine keeps serving the last good policy and the error lists every problem.
     pub fn reload_paths(&self, paths: &[&std::path::Path]) -> Result<(), LoadError> {
@@ -538,106 +147,6 @@ impl Engine {
         let policy = loader.finish()?;
         self.reload(policy);
         Ok(())
-    }
-
-    /// `name` is the policy's own (interned) name, so the key is a copy, not an allocation.
-    fn skill_at_revision(&self, name: &Name, revision: Revision) -> Option<Arc<CompiledSkill>> {
-        self.history
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&(name.clone(), revision))
-            .cloned()
-    }
-
-    fn store(&self, what: &'static str) -> Result<&Arc<dyn StateStore>, EngineError> {
-        self.state.as_ref().ok_or(EngineError::Stateless(what))
-    }
-
-    /// Issues a grant for `skill`/`capability`, optionally bound to a transaction. `token` names
-    /// it (generated when `None`); returns the token.
-    pub fn issue_grant(
-        &self,
-        skill: &str,
-        capability: &str,
-        transaction: Option<&str>,
-        token: Option<String>,
-    ) -> Result<String, EngineError> {
-        let store = self.store("a grant")?;
-        // Held until the grant is recorded: a reload cannot withdraw its capability in between.
-        let _history = self.history.read().unwrap_or_else(PoisonError::into_inner);
-        let policy = self.policy();
-        let compiled = policy
-            .skill(skill)
-            .ok_or_else(|| EngineError::UnknownSkill(skill.to_owned()))?;
-        let cap =
-            compiled
-                .capability(capability)
-                .ok_or_else(|| EngineError::UnknownCapability {
-                    skill: skill.to_owned(),
-                    capability: capability.to_owned(),
-                })?;
-        // Process and transaction lifetimes need no token; a grant for them is recorded as a
-        // one-call grant so the token is still valid, revocable and pinned, but the engine does
-        // not require or consume it.
-        let lifetime = eval::grant_lifetime(cap.lifetime).unwrap_or(GrantLifetime::Calls(1));
-        let token = token
-            .unwrap_or_else(|| format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed)));
-        store.issue_grant(NewGrant {
-            token: token.clone(),
-            skill: skill.to_owned(),
-            capability: capability.to_owned(),
-            transaction: transaction.map(str::to_owned),
-            issued_at: self.clock.now(),
-            revision: compiled.revision,
-            lifetime,
-        })?;
-        Ok(token)
-    }
-
-    /// Opens a transaction.
-    pub fn begin_transaction(&self, transaction: &str) -> Result<(), EngineError> {
-        Ok(self
-            .store("a transaction")?
-            .begin_transaction(transaction)?)
-    }
-
-    /// Closes a transaction and ends its grants.
-    pub fn end_transaction(&self, transaction: &str) -> Result<(), EngineError> {
-        Ok(self.store("a transaction")?.end_transaction(transaction)?)
-    }
-
-    /// Revokes one grant.
-    pub fn revoke_grant(&self, token: &str) -> Result<(), EngineError> {
-        Ok(self.store("revocation")?.revoke_grant(token)?)
-    }
-
-    /// Revokes a skill: every later call and grant is refused until lifted.
-    pub fn revoke_skill(&self, skill: &str) -> Result<(), EngineError> {
-        Ok(self.store("revocation")?.revoke_skill(skill)?)
-    }
-
-    /// Revokes one capability of a skill.
-    pub fn revoke_capability(&self, skill: &str, capability: &str) -> Result<(), EngineError> {
-        Ok(self
-            .store("revocation")?
-            .revoke_capability(skill, capability)?)
-    }
-
-    /// Lifts a skill's revocation; returns whether it was revoked.
-    pub fn lift_skill(&self, skill: &str) -> Result<bool, EngineError> {
-        Ok(self.store("revocation")?.lift_skill(skill)?)
-    }
-
-    /// Lifts a capability's revocation; returns whether it was revoked.
-    pub fn lift_capability(&self, skill: &str, capability: &str) -> Result<bool, EngineError> {
-        Ok(self
-            .store("revocation")?
-            .lift_capability(skill, capability)?)
-    }
-
-    /// Records the first-use approval of a skill.
-    pub fn approve(&self, skill: &str) -> Result<(), EngineError> {
-        Ok(self.store("an approval")?.approve(skill)?)
     }
 
     /// Decides one request. Never panics and never allows on error.
@@ -903,30 +412,6 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
-
-    /// The hash of `name` as the skill index computes it.
-    fn name_hash(name: &str) -> u64 {
-        use std::hash::BuildHasher;
-        NameHashBuild::default().hash_one(name)
-    }
-
-    #[test]
-    fn skill_names_spread_over_the_low_bits_the_table_picks_buckets_from() {
-        // Names that differ only in their last bytes, in their first bytes, or in length.
-        let families: [&dyn Fn(usize) -> String; 3] = [
-            &|i| format!("calendar-skill-{i}"),
-            &|i| format!("{i}-calendar-skill"),
-            &|i| "s".repeat(i % 40 + 1) + &(i / 40).to_string(),
-        ];
-        for family in families {
-            let buckets: std::collections::HashSet<u64> =
-                (0..4096).map(|i| name_hash(&family(i)) & 1023).collect();
-            // 4,096 uniform hashes fill ~1,005 of 1,024 buckets.
-            assert!(buckets.len() > 950, "{} of 1024 buckets", buckets.len());
-        }
-        assert_ne!(name_hash("ab"), name_hash("ba"));
-        assert_ne!(name_hash(""), name_hash("a"));
-    }
 
     #[test]
     fn a_failed_reload_keeps_the_last_good_policy() {
