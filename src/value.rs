@@ -419,7 +419,7 @@ pub fn string_for_message(text: &str, max: usize) -> String {
 /// nothing to escape (what requests and records usually hold) is quoted directly; anything else
 /// goes through serde_json's own escaping, so the two cannot disagree.
 pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
-    if crate::tape::needs_escape(text.as_bytes()) {
+    if crate::bytes::needs_escape(text.as_bytes()) {
         return serde_json::to_writer(&mut *out, text);
     }
     out.push(b'"');

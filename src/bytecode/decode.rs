@@ -885,7 +885,7 @@ impl<'a> Reader<'a> {
                     let days = r.u8("a window's days")?;
                     let start = r.u16("a window's start")?;
                     let end = r.u16("a window's end")?;
-                    // INVARIANT (day-window): checked here as `CompiledWindow::compile` does.
+                    // INVARIANT (day-window): checked here as `compile::window::compile_window` does.
                     let valid = days != 0
                         && days & !0b111_1111 == 0
                         && start < MINUTES_PER_DAY

@@ -17,7 +17,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-pub use crate::syntax::ast::ResourceKind;
+pub use crate::resource_kind::ResourceKind;
 
 /// A template that cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Eq, Error, miette::Diagnostic)]

@@ -20,7 +20,6 @@ use crate::bytecode::program::{
     Program, RateLimitSpec, ValueSet,
 };
 use crate::bytecode::resource::ResourcePattern;
-use crate::bytecode::window::CompiledWindow;
 use crate::limits::Limits;
 use crate::span::{Location, SourceMap, Span};
 use crate::syntax::ast::{
@@ -225,25 +224,27 @@ impl<'a> Emitter<'a> {
                 );
                 None
             }
-            ConstraintKind::WallClockWindow(spec) => match CompiledWindow::compile(spec) {
-                Ok(window) => {
-                    let n = self.program.windows.len();
-                    self.program.windows.push(window);
-                    index::<WindowIdx>(n, span, self.errors).map(|window| Op::Window { window })
+            ConstraintKind::WallClockWindow(spec) => {
+                match crate::compile::window::compile_window(spec) {
+                    Ok(window) => {
+                        let n = self.program.windows.len();
+                        self.program.windows.push(window);
+                        index::<WindowIdx>(n, span, self.errors).map(|window| Op::Window { window })
+                    }
+                    Err(e) => {
+                        self.errors.push(CompileError {
+                            span: if e.span == Span::default() {
+                                span
+                            } else {
+                                e.span
+                            },
+                            message: e.message,
+                            help: e.help,
+                        });
+                        None
+                    }
                 }
-                Err(e) => {
-                    self.errors.push(CompileError {
-                        span: if e.span == Span::default() {
-                            span
-                        } else {
-                            e.span
-                        },
-                        message: e.message,
-                        help: e.help,
-                    });
-                    None
-                }
-            },
+            }
             ConstraintKind::Any(items) => {
                 self.chain(items, depth, true, span);
                 return;
@@ -759,7 +760,8 @@ pub fn summary(constraint: &Constraint) -> String {
             format!("actorBinding {} == {}", list.join(", "), identity.node)
         }
         ConstraintKind::RateLimit(_) => "rateLimit".to_owned(),
-        ConstraintKind::WallClockWindow(spec) => match CompiledWindow::compile(spec) {
+        ConstraintKind::WallClockWindow(spec) => match crate::compile::window::compile_window(spec)
+        {
             Ok(window) => format!("wallClockWindow {}", window.describe()),
             Err(_) => "wallClockWindow".to_owned(),
         },

@@ -15,6 +15,7 @@ mod check;
 mod emit;
 pub mod error;
 pub mod schema;
+pub mod window;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -32,7 +32,6 @@ use serde_json::{Map, Number, Value};
 use keys::KeySet;
 use scan::Frame;
 use string::DecodedBytes;
-pub(crate) use string::needs_escape;
 
 use crate::bytes::bytes_eq;
 

@@ -14,6 +14,7 @@
 mod block;
 
 use super::ErrorKind;
+use crate::bytes::is_special;
 use block::{Stop, special_in_block, special_in_block_from};
 
 /// What a string scan found about the body between the quotes.
@@ -182,30 +183,6 @@ fn find_special_in_tail<const STOP_ON_HIGH: bool>(bytes: &[u8], at: usize) -> Fo
         at += 1;
     }
     Found { at, quote: false }
-}
-
-/// Whether `bytes` holds a byte a JSON string must escape (`"`, `\` or a control character):
-/// the tape's test for the end of a plain run ([`is_special`]), for code that writes JSON
-/// strings. A branch-free OR over the bytes (vector compares): for the short strings it is
-/// meant for, cheaper than a walk like [`find_special`]'s, which finds where the byte is (a
-/// word-then-block walk costs +124 instructions per audit record).
-pub(crate) fn needs_escape(bytes: &[u8]) -> bool {
-    bytes
-        .iter()
-        .fold(false, |any, &byte| any | is_special::<false>(byte))
-}
-
-/// Whether `byte` is `"`, `\`, below 0x20 or (when `STOP_ON_HIGH`) at least 0x80: the byte
-/// [`find_special`] stops at. Branch-free, so that [`any_special`] compiles to vector compares.
-#[inline(always)]
-fn is_special<const STOP_ON_HIGH: bool>(byte: u8) -> bool {
-    // As a signed byte, every byte ≥ 0x80 is negative, so one comparison covers both ends.
-    let outside = if STOP_ON_HIGH {
-        i8::from_ne_bytes([byte]) < 0x20
-    } else {
-        byte < 0x20
-    };
-    (byte == b'"') | (byte == b'\\') | outside
 }
 
 /// Whether any byte of `block` is special ([`is_special`]). A branch-free OR over the bytes, so

@@ -9,6 +9,7 @@
 )]
 
 use capgate::bytecode::window::CompiledWindow;
+use capgate::compile::window::compile_window;
 use capgate::span::Span;
 use capgate::syntax::ast::{DaySet, DayWindow, Spanned, TimeOfDay, WindowSpec};
 use chrono::{DateTime, Datelike, Duration, NaiveTime, TimeZone, Utc};
@@ -62,7 +63,7 @@ fn spec(windows: &[(&str, &str, &str)], zone: &str) -> WindowSpec {
 }
 
 fn window(days: &str, start: &str, end: &str, zone: &str) -> CompiledWindow {
-    CompiledWindow::compile(&spec(&[(days, start, end)], zone)).unwrap()
+    compile_window(&spec(&[(days, start, end)], zone)).unwrap()
 }
 
 fn absolute(from: &str, until: &str) -> WindowSpec {
@@ -99,7 +100,7 @@ fn minutes_held(window: &CompiledWindow, from: &str, until: &str) -> i64 {
 }
 
 fn compile_error(spec: &WindowSpec) -> (String, Option<String>) {
-    match CompiledWindow::compile(spec) {
+    match compile_window(spec) {
         Ok(w) => panic!("should not compile: {w:?}"),
         Err(e) => (e.message, e.help),
     }
@@ -221,7 +222,7 @@ fn wrapping_day_range_covers_the_weekend() {
 
 #[test]
 fn several_windows_hold_when_any_holds() {
-    let w = CompiledWindow::compile(&spec(
+    let w = compile_window(&spec(
         &[("mon", "09:00", "12:00"), ("mon", "13:00", "17:00")],
         "UTC",
     ))
@@ -407,8 +408,7 @@ fn kolkata_half_hour_offset_shifts_the_edges() {
 
 #[test]
 fn absolute_interval_is_half_open() {
-    let w =
-        CompiledWindow::compile(&absolute("2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z")).unwrap();
+    let w = compile_window(&absolute("2026-12-01T00:00:00Z", "2026-12-02T00:00:00Z")).unwrap();
     assert!(w.contains(at("2026-12-01T00:00:00Z")));
     assert!(!w.contains(at("2026-12-01T00:00:00Z") - ns(1)));
     assert!(w.contains(at("2026-12-01T23:59:59.999999999Z")));
@@ -417,7 +417,7 @@ fn absolute_interval_is_half_open() {
 
 #[test]
 fn absolute_interval_honours_written_offsets() {
-    let w = CompiledWindow::compile(&absolute(
+    let w = compile_window(&absolute(
         "2026-12-01T09:00:00+05:30",
         "2026-12-01T17:00:00+05:30",
     ))
@@ -507,7 +507,7 @@ fn describe_renders_the_window_as_written() {
         window("mon-fri", "09:00", "17:00", "America/New_York").describe(),
         "mon-fri 09:00-17:00 America/New_York"
     );
-    let several = CompiledWindow::compile(&spec(
+    let several = compile_window(&spec(
         &[("fri-mon", "22:00", "06:00"), ("daily", "00:00", "24:00")],
         "UTC",
     ))
@@ -516,7 +516,7 @@ fn describe_renders_the_window_as_written() {
         several.describe(),
         "fri-mon 22:00-06:00, daily 00:00-24:00 UTC"
     );
-    let abs = CompiledWindow::compile(&absolute(
+    let abs = compile_window(&absolute(
         "2026-12-01T00:00:00Z",
         "2026-12-02T00:00:00+01:00",
     ))
@@ -592,7 +592,7 @@ proptest! {
         nanos in prop::sample::select(vec![0u32, 1, 999_999_999, 500_000_000]),
     ) {
         prop_assume!(start != end);
-        let compiled = CompiledWindow::compile(&WindowSpec::Weekly {
+        let compiled = compile_window(&WindowSpec::Weekly {
             windows: vec![DayWindow {
                 days: DaySet(days),
                 start: TimeOfDay(start),
