@@ -19,6 +19,7 @@ pub mod syntax;
 pub mod tape;
 pub mod value;
 pub mod vm;
+pub mod vocabulary;
 
 pub use engine::{
     AuditRecord, AuditSink, AuditWriteFailures, CandidateTrace, Decision, Diagnostic, Engine,
@@ -31,6 +32,7 @@ pub use revision::Revision;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
 pub use vm::parse_timestamp;
+pub use vocabulary::ConstraintKeyword;
 
 /// Parses a duration such as `500ms`, `30s`, `10m`, `2h` or `1d`.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
