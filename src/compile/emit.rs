@@ -182,14 +182,7 @@ impl<'a> Emitter<'a> {
             self.op(Op::Push(false));
             return;
         }
-        let field_kind = matches!(
-            constraint.kind,
-            ConstraintKind::FieldEquals { .. }
-                | ConstraintKind::FieldMatches { .. }
-                | ConstraintKind::FieldRange { .. }
-                | ConstraintKind::ActorBinding { .. }
-        );
-        if optional && !field_kind {
+        if optional && !constraint.kind.keyword().may_be_optional() {
             self.error(
                 span,
                 format!("`optional` does not apply to `{}`", constraint.kind.name()),
