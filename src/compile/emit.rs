@@ -110,7 +110,7 @@ impl<'a> Emitter<'a> {
             };
             self.op(Op::Require { check });
             self.program.checks.push(CheckInfo {
-                constraint: constraint.kind.name(),
+                constraint: constraint.kind.keyword(),
                 location: self.location.clone(),
                 summary: summary(constraint),
                 code_start: u32::try_from(start).unwrap_or(u32::MAX),

@@ -20,7 +20,8 @@ use capgate::bytecode::program::{CheckInfo, CompiledSkill, Program};
 use capgate::bytecode::verify::{VerifyReason, verify};
 use capgate::compile::load_capc;
 use capgate::{
-    Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Revision, Session, SessionOptions,
+    ConstraintKeyword, Limits, LoadedPolicy, PolicyFormat, PolicyLoader, Revision, Session,
+    SessionOptions,
 };
 use proptest::prelude::*;
 
@@ -1044,7 +1045,7 @@ fn disasm_lists_only_checks_that_the_instructions_run() {
 
     // Of two checks in the table, the one no `require` names is not listed.
     let info = |summary: &str| CheckInfo {
-        constraint: "fieldEquals",
+        constraint: ConstraintKeyword::FieldEquals,
         location: None,
         summary: summary.to_owned(),
         code_start: 0,
