@@ -21,6 +21,7 @@ pub mod tape;
 pub mod time;
 pub mod value;
 pub mod vm;
+pub mod vocabulary;
 
 pub use engine::{
     AuditRecord, AuditSink, AuditWriteFailures, CandidateTrace, Decision, Diagnostic, Engine,
@@ -33,3 +34,4 @@ pub use revision::Revision;
 pub use runtime::{Clock, InMemoryStore, SimulatedClock, StateStore, SystemClock};
 pub use session::{LineResult, Session, SessionOptions};
 pub use time::{parse_duration, parse_timestamp};
+pub use vocabulary::ConstraintKeyword;

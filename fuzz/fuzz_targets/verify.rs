@@ -6,6 +6,7 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Result, Unstructured};
+use capgate::ConstraintKeyword;
 use capgate::bytecode::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
@@ -272,7 +273,7 @@ fn apply(program: &mut Program, mutation: &Mutation) {
                 info.code_end = end;
             } else {
                 program.checks.push(CheckInfo {
-                    constraint: "fieldEquals",
+                    constraint: ConstraintKeyword::FieldEquals,
                     location: None,
                     summary: String::new(),
                     code_start: start,

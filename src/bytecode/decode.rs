@@ -32,8 +32,7 @@ use chrono_tz::Tz;
 use serde_json::{Map, Number, Value};
 
 use super::encode::{
-    CONSTRAINT_NAMES, FORMAT_VERSION, MAGIC, MAX_VALUE_DEPTH, fnv1a64, number_tag, opcode,
-    value_tag,
+    FORMAT_VERSION, MAGIC, MAX_VALUE_DEPTH, fnv1a64, number_tag, opcode, value_tag,
 };
 use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
@@ -58,6 +57,7 @@ use crate::name::Name;
 use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
+use crate::vocabulary::ConstraintKeyword;
 
 use crate::limits::MAX_RATE_LIMITS;
 
@@ -862,7 +862,7 @@ impl<'a> Reader<'a> {
 
     fn check(&mut self) -> Result<CheckInfo, CapcError> {
         let name = self.str("a constraint name")?;
-        let Some(constraint) = CONSTRAINT_NAMES.iter().copied().find(|n| *n == name) else {
+        let Some(constraint) = ConstraintKeyword::from_name(&name) else {
             return Err(self.malformed(format!("constraint `{name}` is unknown")));
         };
         Ok(CheckInfo {

@@ -161,20 +161,6 @@ pub(crate) mod number_tag {
     pub(crate) const FLOAT: u8 = 2;
 }
 
-/// The constraint names a check may carry ([`CheckInfo::constraint`] is `&'static str`).
-pub(crate) const CONSTRAINT_NAMES: [&str; 10] = [
-    "fieldEquals",
-    "fieldMatches",
-    "fieldRange",
-    "payloadSchema",
-    "actorBinding",
-    "rateLimit",
-    "wallClockWindow",
-    "any",
-    "all",
-    "not",
-];
-
 /// Encodes compiled skills as the bytes of a `.capc` file.
 ///
 /// Fails only when a JSON literal is nested deeper than [`MAX_VALUE_DEPTH`] or a table is longer
@@ -676,7 +662,7 @@ impl Writer {
     }
 
     fn check(&mut self, check: &CheckInfo) -> Result<(), CapcError> {
-        self.str(check.constraint)?;
+        self.str(check.constraint.name())?;
         self.location(check.location.as_ref())?;
         self.str(&check.summary)?;
         self.u32(check.code_start);

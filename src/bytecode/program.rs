@@ -23,6 +23,7 @@ use crate::name::Name;
 use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
+use crate::vocabulary::ConstraintKeyword;
 
 /// Where a JSON path starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -183,8 +184,8 @@ pub struct BoundSet {
 /// What a top-level constraint is, for reasons and traces.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckInfo {
-    /// The constraint name used in reasons (`fieldMatches`, `any`, ...).
-    pub constraint: &'static str,
+    /// The constraint's keyword, which names it in reasons (`fieldMatches`, `any`, ...).
+    pub constraint: ConstraintKeyword,
     /// Where it was written.
     pub location: Option<Location>,
     /// The constraint's source text in short form, for messages and disassembly.

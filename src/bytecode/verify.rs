@@ -537,6 +537,7 @@ mod tests {
     use super::*;
     use crate::bytecode::index::CheckIdx;
     use crate::bytecode::program::CheckInfo;
+    use crate::vocabulary::ConstraintKeyword;
 
     fn program(code: Vec<Op>) -> Program {
         let debug = vec![None; code.len()];
@@ -544,7 +545,7 @@ mod tests {
             code,
             debug,
             checks: vec![CheckInfo {
-                constraint: "any",
+                constraint: ConstraintKeyword::Any,
                 location: None,
                 summary: String::new(),
                 code_start: 0,
@@ -568,7 +569,7 @@ mod tests {
         program.checks = ranges
             .iter()
             .map(|&(code_start, code_end)| CheckInfo {
-                constraint: "any",
+                constraint: ConstraintKeyword::Any,
                 location: None,
                 summary: String::new(),
                 code_start,

@@ -109,7 +109,7 @@ impl<'a> Emitter<'a> {
             };
             self.op(Op::Require { check });
             self.program.checks.push(CheckInfo {
-                constraint: constraint.kind.name(),
+                constraint: constraint.kind.keyword(),
                 location: self.location.clone(),
                 summary: summary(constraint),
                 code_start: u32::try_from(start).unwrap_or(u32::MAX),
@@ -181,14 +181,7 @@ impl<'a> Emitter<'a> {
             self.op(Op::Push(false));
             return;
         }
-        let field_kind = matches!(
-            constraint.kind,
-            ConstraintKind::FieldEquals { .. }
-                | ConstraintKind::FieldMatches { .. }
-                | ConstraintKind::FieldRange { .. }
-                | ConstraintKind::ActorBinding { .. }
-        );
-        if optional && !field_kind {
+        if optional && !constraint.kind.keyword().may_be_optional() {
             self.error(
                 span,
                 format!("`optional` does not apply to `{}`", constraint.kind.name()),

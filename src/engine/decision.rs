@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::name::Name;
+use crate::vocabulary::ConstraintKeyword;
 
 /// The three outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -36,7 +37,8 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// What a reason is about: a constraint name of SPEC §2.4 or one of the engine's own checks.
+/// What a reason is about: a constraint of SPEC §2.4 (the first ten kinds, one per
+/// [`ConstraintKeyword`], converted with `From`) or one of the engine's own checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ReasonKind {
@@ -81,19 +83,44 @@ pub enum ReasonKind {
 }
 
 impl ReasonKind {
-    /// The wire name (`fieldMatches`, `unknownSkill`, ...).
+    /// Every kind: the constraint kinds in [`ConstraintKeyword::ALL`] order, then the engine's
+    /// own checks.
+    pub const ALL: [ReasonKind; 19] = [
+        ReasonKind::FieldEquals,
+        ReasonKind::FieldMatches,
+        ReasonKind::FieldRange,
+        ReasonKind::PayloadSchema,
+        ReasonKind::ActorBinding,
+        ReasonKind::RateLimit,
+        ReasonKind::WallClockWindow,
+        ReasonKind::Any,
+        ReasonKind::All,
+        ReasonKind::Not,
+        ReasonKind::Resource,
+        ReasonKind::Operation,
+        ReasonKind::UnknownSkill,
+        ReasonKind::Revision,
+        ReasonKind::Grant,
+        ReasonKind::Lifetime,
+        ReasonKind::Risk,
+        ReasonKind::Sensitivity,
+        ReasonKind::Input,
+    ];
+
+    /// The wire name (`fieldMatches`, `unknownSkill`, ...); a constraint kind's is its
+    /// keyword's name.
     pub fn as_str(self) -> &'static str {
         match self {
-            ReasonKind::FieldEquals => "fieldEquals",
-            ReasonKind::FieldMatches => "fieldMatches",
-            ReasonKind::FieldRange => "fieldRange",
-            ReasonKind::PayloadSchema => "payloadSchema",
-            ReasonKind::ActorBinding => "actorBinding",
-            ReasonKind::RateLimit => "rateLimit",
-            ReasonKind::WallClockWindow => "wallClockWindow",
-            ReasonKind::Any => "any",
-            ReasonKind::All => "all",
-            ReasonKind::Not => "not",
+            ReasonKind::FieldEquals => ConstraintKeyword::FieldEquals.name(),
+            ReasonKind::FieldMatches => ConstraintKeyword::FieldMatches.name(),
+            ReasonKind::FieldRange => ConstraintKeyword::FieldRange.name(),
+            ReasonKind::PayloadSchema => ConstraintKeyword::PayloadSchema.name(),
+            ReasonKind::ActorBinding => ConstraintKeyword::ActorBinding.name(),
+            ReasonKind::RateLimit => ConstraintKeyword::RateLimit.name(),
+            ReasonKind::WallClockWindow => ConstraintKeyword::WallClockWindow.name(),
+            ReasonKind::Any => ConstraintKeyword::Any.name(),
+            ReasonKind::All => ConstraintKeyword::All.name(),
+            ReasonKind::Not => ConstraintKeyword::Not.name(),
             ReasonKind::Resource => "resource",
             ReasonKind::Operation => "operation",
             ReasonKind::UnknownSkill => "unknownSkill",
@@ -106,22 +133,27 @@ impl ReasonKind {
         }
     }
 
-    /// The kind for a constraint name used in compiled programs.
-    pub fn from_constraint(name: &str) -> ReasonKind {
-        match name {
-            "fieldEquals" => ReasonKind::FieldEquals,
-            "fieldMatches" => ReasonKind::FieldMatches,
-            "fieldRange" => ReasonKind::FieldRange,
-            "payloadSchema" => ReasonKind::PayloadSchema,
-            "actorBinding" => ReasonKind::ActorBinding,
-            "rateLimit" => ReasonKind::RateLimit,
-            "wallClockWindow" => ReasonKind::WallClockWindow,
-            "any" => ReasonKind::Any,
-            "all" => ReasonKind::All,
-            "not" => ReasonKind::Not,
-            // Compiled programs only carry the names above; anything else is a bug, reported
-            // as an input problem rather than dropped.
-            _ => ReasonKind::Input,
+    /// The kind with the wire name `name`, if any.
+    pub fn from_name(name: &str) -> Option<ReasonKind> {
+        ReasonKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl From<ConstraintKeyword> for ReasonKind {
+    /// The reason kind of a failed constraint: a copy of its tag, nothing looked up.
+    #[inline]
+    fn from(keyword: ConstraintKeyword) -> ReasonKind {
+        match keyword {
+            ConstraintKeyword::FieldEquals => ReasonKind::FieldEquals,
+            ConstraintKeyword::FieldMatches => ReasonKind::FieldMatches,
+            ConstraintKeyword::FieldRange => ReasonKind::FieldRange,
+            ConstraintKeyword::PayloadSchema => ReasonKind::PayloadSchema,
+            ConstraintKeyword::ActorBinding => ReasonKind::ActorBinding,
+            ConstraintKeyword::RateLimit => ReasonKind::RateLimit,
+            ConstraintKeyword::WallClockWindow => ReasonKind::WallClockWindow,
+            ConstraintKeyword::Any => ReasonKind::Any,
+            ConstraintKeyword::All => ReasonKind::All,
+            ConstraintKeyword::Not => ReasonKind::Not,
         }
     }
 }
@@ -237,5 +269,45 @@ impl Decision {
     /// The decision that was (or, in observe mode, would have been) enforced.
     pub fn effective(&self) -> Verdict {
         self.observed.unwrap_or(self.verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_constraint_reason_is_named_by_its_keyword() {
+        for keyword in ConstraintKeyword::ALL {
+            let kind = ReasonKind::from(keyword);
+            assert_eq!(kind.as_str(), keyword.name());
+            assert_eq!(ReasonKind::from_name(keyword.name()), Some(kind));
+        }
+        let constraint_kinds: Vec<ReasonKind> =
+            ConstraintKeyword::ALL.map(ReasonKind::from).to_vec();
+        assert_eq!(
+            ReasonKind::ALL.get(..constraint_kinds.len()),
+            Some(constraint_kinds.as_slice())
+        );
+    }
+
+    #[test]
+    fn every_reason_kind_serialises_as_its_wire_name() {
+        let mut names: Vec<&str> = ReasonKind::ALL.iter().map(|k| k.as_str()).collect();
+        for kind in ReasonKind::ALL {
+            let wire = serde_json::to_value(kind).unwrap();
+            assert_eq!(wire.as_str(), Some(kind.as_str()));
+            let back: ReasonKind = serde_json::from_value(wire).unwrap();
+            assert_eq!(back, kind);
+            assert_eq!(ReasonKind::from_name(kind.as_str()), Some(kind));
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ReasonKind::ALL.len());
+        // `ALL` follows declaration order: a variant left out shows up as a gap.
+        for (i, kind) in ReasonKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind as usize, i, "{kind}");
+        }
+        assert_eq!(ReasonKind::from_name("FieldEquals"), None);
     }
 }

@@ -1048,9 +1048,7 @@ fn explain_failure<'r, J: Json<'r>>(
         ..*decided
     };
     let info = lookup(&capability.program.checks, check);
-    let constraint = info.map_or(ReasonKind::Input, |c| {
-        ReasonKind::from_constraint(c.constraint)
-    });
+    let constraint = info.map_or(ReasonKind::Input, |c| ReasonKind::from(c.constraint));
     let source = info
         .and_then(|c| c.location.as_ref())
         .map(Location::to_text);

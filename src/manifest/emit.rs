@@ -22,6 +22,7 @@ use crate::syntax::ast::{
     PolicyFile, RangeSubject, ResourceKind, Risk, SchemaSource, Sensitivity, Skill, WindowSpec,
 };
 use crate::syntax::units::{format_days, format_duration, format_time_of_day};
+use crate::vocabulary::OPTIONAL;
 
 /// Lines longer than this are broken over several lines.
 const LINE_WIDTH: usize = 100;
@@ -440,20 +441,13 @@ fn constraint_out(constraint: &Constraint) -> Result<Out, ManifestError> {
         ConstraintKind::Not(child) => push("constraint", constraint_out(child)?),
     }
     if constraint.optional {
-        let is_field = matches!(
-            constraint.kind,
-            ConstraintKind::FieldEquals { .. }
-                | ConstraintKind::FieldMatches { .. }
-                | ConstraintKind::FieldRange { .. }
-                | ConstraintKind::ActorBinding { .. }
-        );
-        if !is_field {
+        if !constraint.kind.keyword().may_be_optional() {
             return Err(unrepresentable(
                 constraint.span,
                 format!("`optional` does not apply to `{name}`"),
             ));
         }
-        members.push(("optional".to_owned(), Out::Scalar(Value::Bool(true))));
+        members.push((OPTIONAL.to_owned(), Out::Scalar(Value::Bool(true))));
     }
     Ok(Out::Object(members))
 }

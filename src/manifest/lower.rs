@@ -22,6 +22,7 @@ use crate::syntax::ast::{
 };
 use crate::syntax::units::{parse_days, parse_duration, parse_rate_unit, parse_time_of_day};
 use crate::value::{Path, Root};
+use crate::vocabulary::{ConstraintKeyword, OPTIONAL};
 
 /// Lowers one manifest document: the skill and every error found in it. With errors, the skill
 /// holds the parts that were well-formed (a malformed field is absent, a malformed constraint
@@ -69,13 +70,12 @@ const SENSITIVITIES: &[&str] = &["normal", "elevated"];
 const RISK_LABELS: &[&str] = &["none", "low", "medium", "high", "critical"];
 const RESOURCE_KINDS: &[&str] = &["http", "db", "oauth", "tool", "service", "secret"];
 
-/// The constraint `type` names and the fields each accepts (besides `type` and `optional`).
-const CONSTRAINT_TYPES: &[(&str, &[&str])] = &[
-    ("fieldEquals", &["field", "value", "in", "equalsField"]),
-    ("fieldMatches", &["field", "pattern", "caseInsensitive"]),
-    (
-        "fieldRange",
-        &[
+/// The fields a constraint of type `keyword` accepts (besides `type` and `optional`).
+fn constraint_fields(keyword: ConstraintKeyword) -> &'static [&'static str] {
+    match keyword {
+        ConstraintKeyword::FieldEquals => &["field", "value", "in", "equalsField"],
+        ConstraintKeyword::FieldMatches => &["field", "pattern", "caseInsensitive"],
+        ConstraintKeyword::FieldRange => &[
             "field",
             "difference",
             "min",
@@ -83,18 +83,14 @@ const CONSTRAINT_TYPES: &[(&str, &[&str])] = &[
             "exclusiveMin",
             "exclusiveMax",
         ],
-    ),
-    ("payloadSchema", &["schema", "schemaFile"]),
-    ("actorBinding", &["fields", "identity"]),
-    ("rateLimit", &["count", "per", "burst", "by"]),
-    ("wallClockWindow", &["timezone", "windows", "from", "until"]),
-    ("any", &["constraints"]),
-    ("all", &["constraints"]),
-    ("not", &["constraint"]),
-];
-
-/// The constraint types that may carry `optional` (SPEC §2.4).
-const FIELD_CONSTRAINTS: &[&str] = &["fieldEquals", "fieldMatches", "fieldRange", "actorBinding"];
+        ConstraintKeyword::PayloadSchema => &["schema", "schemaFile"],
+        ConstraintKeyword::ActorBinding => &["fields", "identity"],
+        ConstraintKeyword::RateLimit => &["count", "per", "burst", "by"],
+        ConstraintKeyword::WallClockWindow => &["timezone", "windows", "from", "until"],
+        ConstraintKeyword::Any | ConstraintKeyword::All => &["constraints"],
+        ConstraintKeyword::Not => &["constraint"],
+    }
+}
 
 /// The `fieldRange` bound fields and the operator each stands for (subject on the left).
 const BOUND_FIELDS: &[(&str, CmpOp)] = &[
@@ -673,42 +669,45 @@ impl Lowerer<'_> {
             return None;
         };
         let type_name = self.keyword(type_node, "constraint type", &type_names())?;
-        let known = CONSTRAINT_TYPES
-            .iter()
-            .find(|(name, _)| *name == type_name)
-            .map_or(&[][..], |(_, fields)| *fields);
-        let is_field = FIELD_CONSTRAINTS.contains(&type_name);
+        // `type_names` lists exactly the table's names.
+        let keyword = ConstraintKeyword::from_name(type_name)?;
+        let may_be_optional = keyword.may_be_optional();
         let mut with_meta: Vec<&str> = vec!["type"];
-        if is_field {
-            with_meta.push("optional");
+        if may_be_optional {
+            with_meta.push(OPTIONAL);
         }
-        with_meta.extend_from_slice(known);
+        with_meta.extend_from_slice(constraint_fields(keyword));
         let what = format!("{type_name} constraint");
-        let fields = self.object(node, &what, &with_meta, &["optional"])?;
+        let fields = self.object(node, &what, &with_meta, &[OPTIONAL])?;
         let mut optional = false;
-        if let Some(member) = fields.member("optional") {
-            if is_field {
-                optional = self.boolean(&member.value, "optional").unwrap_or(false);
+        if let Some(member) = fields.member(OPTIONAL) {
+            if may_be_optional {
+                optional = self.boolean(&member.value, OPTIONAL).unwrap_or(false);
             } else {
+                let field_constraints: Vec<&str> = ConstraintKeyword::ALL
+                    .into_iter()
+                    .filter(|k| k.may_be_optional())
+                    .map(ConstraintKeyword::name)
+                    .collect();
                 self.push(
                     ManifestError::new(
                         member.key_span,
                         format!("`optional` does not apply to `{type_name}`"),
                     )
-                    .with_help(
-                        "only field constraints (fieldEquals, fieldMatches, fieldRange, \
-                         actorBinding) may be optional",
-                    ),
+                    .with_help(format!(
+                        "only field constraints ({}) may be optional",
+                        field_constraints.join(", ")
+                    )),
                 );
             }
         }
-        let kind = match type_name {
-            "fieldEquals" => self.field_equals(&fields),
-            "fieldMatches" => self.field_matches(&fields),
-            "fieldRange" => self.field_range(&fields),
-            "payloadSchema" => self.payload_schema(&fields),
-            "actorBinding" => self.actor_binding(&fields),
-            "rateLimit" => {
+        let kind = match keyword {
+            ConstraintKeyword::FieldEquals => self.field_equals(&fields),
+            ConstraintKeyword::FieldMatches => self.field_matches(&fields),
+            ConstraintKeyword::FieldRange => self.field_range(&fields),
+            ConstraintKeyword::PayloadSchema => self.payload_schema(&fields),
+            ConstraintKeyword::ActorBinding => self.actor_binding(&fields),
+            ConstraintKeyword::RateLimit => {
                 if nested {
                     self.push(
                         ManifestError::new(
@@ -720,8 +719,8 @@ impl Lowerer<'_> {
                 }
                 self.rate_limit(&fields)
             }
-            "wallClockWindow" => self.wall_clock_window(&fields),
-            "any" | "all" => {
+            ConstraintKeyword::WallClockWindow => self.wall_clock_window(&fields),
+            ConstraintKeyword::Any | ConstraintKeyword::All => {
                 let list = self.required(&fields, "constraints");
                 let items = list.and_then(|n| self.array(n, "constraints", "constraint objects"));
                 let mut children = Vec::new();
@@ -733,15 +732,14 @@ impl Lowerer<'_> {
                     }
                 }
                 ok.then(|| {
-                    if type_name == "any" {
+                    if keyword == ConstraintKeyword::Any {
                         ConstraintKind::Any(children)
                     } else {
                         ConstraintKind::All(children)
                     }
                 })
             }
-            _ => {
-                // "not"
+            ConstraintKeyword::Not => {
                 let child = self
                     .required(&fields, "constraint")
                     .and_then(|n| self.not_operand(n));
@@ -1221,7 +1219,7 @@ impl Lowerer<'_> {
 }
 
 fn type_names() -> Vec<&'static str> {
-    CONSTRAINT_TYPES.iter().map(|(name, _)| *name).collect()
+    ConstraintKeyword::ALL.map(ConstraintKeyword::name).to_vec()
 }
 
 fn quoted_list(names: &[&str]) -> String {

@@ -23,6 +23,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::error::StateError;
 use super::store::{Authority, CommitRefusal, GrantUse};
 use crate::revision::Revision;
+use crate::vocabulary::ConstraintKeyword;
 
 /// A grant to issue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +148,7 @@ impl RefusalReason {
         match self {
             RefusalReason::Grant => "grant",
             RefusalReason::Lifetime => "lifetime",
-            RefusalReason::RateLimit => "rateLimit",
+            RefusalReason::RateLimit => ConstraintKeyword::RateLimit.name(),
         }
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 pub use crate::resource_kind::ResourceKind;
 use crate::span::Span;
 use crate::value::Path;
+use crate::vocabulary::ConstraintKeyword;
 
 /// A value together with the source range it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -264,20 +265,25 @@ pub enum ConstraintKind {
 }
 
 impl ConstraintKind {
-    /// The constraint name used in reasons (`fieldEquals`, `any`, ...).
-    pub fn name(&self) -> &'static str {
+    /// The keyword this constraint is written with.
+    pub fn keyword(&self) -> ConstraintKeyword {
         match self {
-            ConstraintKind::FieldEquals { .. } => "fieldEquals",
-            ConstraintKind::FieldMatches { .. } => "fieldMatches",
-            ConstraintKind::FieldRange { .. } => "fieldRange",
-            ConstraintKind::PayloadSchema(_) => "payloadSchema",
-            ConstraintKind::ActorBinding { .. } => "actorBinding",
-            ConstraintKind::RateLimit(_) => "rateLimit",
-            ConstraintKind::WallClockWindow(_) => "wallClockWindow",
-            ConstraintKind::Any(_) => "any",
-            ConstraintKind::All(_) => "all",
-            ConstraintKind::Not(_) => "not",
+            ConstraintKind::FieldEquals { .. } => ConstraintKeyword::FieldEquals,
+            ConstraintKind::FieldMatches { .. } => ConstraintKeyword::FieldMatches,
+            ConstraintKind::FieldRange { .. } => ConstraintKeyword::FieldRange,
+            ConstraintKind::PayloadSchema(_) => ConstraintKeyword::PayloadSchema,
+            ConstraintKind::ActorBinding { .. } => ConstraintKeyword::ActorBinding,
+            ConstraintKind::RateLimit(_) => ConstraintKeyword::RateLimit,
+            ConstraintKind::WallClockWindow(_) => ConstraintKeyword::WallClockWindow,
+            ConstraintKind::Any(_) => ConstraintKeyword::Any,
+            ConstraintKind::All(_) => ConstraintKeyword::All,
+            ConstraintKind::Not(_) => ConstraintKeyword::Not,
         }
+    }
+
+    /// The constraint name used in reasons (`fieldEquals`, `any`, ...): the keyword's name.
+    pub fn name(&self) -> &'static str {
+        self.keyword().name()
     }
 }
 

@@ -21,6 +21,7 @@ use super::parser::Rule;
 use super::units;
 use crate::span::{FileId, Span};
 use crate::value::{Path, Root, Segment};
+use crate::vocabulary::ConstraintKeyword;
 
 /// The deepest nesting of `any`/`all`/`not` blocks inside one another.
 pub use crate::limits::MAX_CONSTRAINT_NESTING as MAX_COMBINATOR_DEPTH;
@@ -494,11 +495,10 @@ impl Lowerer {
         depth: usize,
         span: Span,
     ) -> Option<ConstraintKind> {
-        let rule = body.as_rule();
-        let keyword = match rule {
-            Rule::any_block => "any",
-            Rule::all_block => "all",
-            _ => "not",
+        let keyword = match body.as_rule() {
+            Rule::any_block => ConstraintKeyword::Any,
+            Rule::all_block => ConstraintKeyword::All,
+            _ => ConstraintKeyword::Not,
         };
         let depth = depth + 1;
         if depth > MAX_COMBINATOR_DEPTH {
@@ -523,9 +523,9 @@ impl Lowerer {
             // An inner constraint failed and was reported; do not report the count as well.
             return None;
         }
-        match rule {
-            Rule::any_block => Some(ConstraintKind::Any(inner)),
-            Rule::all_block => Some(ConstraintKind::All(inner)),
+        match keyword {
+            ConstraintKeyword::Any => Some(ConstraintKind::Any(inner)),
+            ConstraintKeyword::All => Some(ConstraintKind::All(inner)),
             _ => {
                 if count != 1 {
                     let help = if count == 0 {

@@ -16,6 +16,7 @@ use super::error::{SyntaxError, did_you_mean, one_of};
 use super::lower;
 use super::units;
 use crate::span::{FileId, Span};
+use crate::vocabulary::CONSTRAINT_WORDS;
 
 mod grammar {
     //! The parser pest derives from `grammar/capgate.pest`; every rule is documented there.
@@ -384,24 +385,11 @@ fn keywords_of(rule: Rule) -> &'static [&'static str] {
         "risk",
         "sensitivity",
     ];
-    const CONSTRAINTS: &[&str] = &[
-        "optional",
-        "fieldEquals",
-        "fieldMatches",
-        "fieldRange",
-        "payloadSchema",
-        "actorBinding",
-        "rateLimit",
-        "wallClockWindow",
-        "any",
-        "all",
-        "not",
-    ];
     const LIFETIMES: &[&str] = &["call", "transaction", "wallClock", "process"];
     match rule {
         Rule::skill_field => SKILL_FIELDS,
         Rule::capability_field => CAPABILITY_FIELDS,
-        Rule::constraint | Rule::constraint_body => CONSTRAINTS,
+        Rule::constraint | Rule::constraint_body => &CONSTRAINT_WORDS,
         Rule::lifetime => LIFETIMES,
         Rule::file | Rule::kw_skill => &["skill"],
         Rule::kw_capability => &["capability"],
@@ -555,6 +543,51 @@ mod tests {
     use proptest::prelude::*;
 
     use super::grammar::{CapParser, Rule};
+    use crate::vocabulary::{ConstraintKeyword, OPTIONAL};
+
+    const GRAMMAR: &str = include_str!("../../grammar/capgate.pest");
+
+    /// The body of the grammar rule `name`, between its braces.
+    fn rule_body(name: &str) -> &'static str {
+        let start = GRAMMAR
+            .lines()
+            .position(|line| line.starts_with(&format!("{name} =")))
+            .unwrap_or_else(|| panic!("no rule `{name}` in the grammar"));
+        let from: usize = GRAMMAR.lines().take(start).map(|l| l.len() + 1).sum();
+        let text = &GRAMMAR[from..];
+        let open = text.find('{').unwrap() + 1;
+        let close = text.find('}').unwrap();
+        text[open..close].trim()
+    }
+
+    /// The literal a keyword rule (`kw_x = @{ "x" ~ !ident_char }`) matches.
+    fn keyword_literal(rule: &str) -> &'static str {
+        let body = rule_body(rule);
+        let literal = body.split('"').nth(1).unwrap();
+        assert_eq!(body, format!("\"{literal}\" ~ !ident_char"), "{rule}");
+        literal
+    }
+
+    /// The grammar keeps its keywords as literals; the constraint ones are the table's.
+    #[test]
+    fn the_grammar_spells_the_constraint_keywords_of_the_table() {
+        let alternatives: Vec<&str> = rule_body("constraint_body")
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let grammar_words: Vec<&str> = alternatives
+            .iter()
+            .map(|rule| {
+                let first = rule_body(rule).split_whitespace().next().unwrap();
+                assert!(first.starts_with("kw_"), "`{rule}` starts with `{first}`");
+                keyword_literal(first)
+            })
+            .collect();
+        let table_words: Vec<&str> = ConstraintKeyword::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(grammar_words, table_words);
+        assert_eq!(rule_body("constraint"), "kw_optional? ~ constraint_body");
+        assert_eq!(keyword_literal("kw_optional"), OPTIONAL);
+    }
 
     /// Where `(escape | plain)*` stops in `text` (`at_least_one`: `+`; `None` when it cannot
     /// match): an escape is `\` and any character but a line break, a plain character anything

@@ -15,7 +15,9 @@ use capgate::bytecode::op::Op;
 use capgate::bytecode::program::{CheckInfo, CompiledPath, JsonRoot, PathAccess, Program};
 use capgate::bytecode::verify::{VerifyReason, verify};
 use capgate::value::Segment;
-use capgate::{Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict};
+use capgate::{
+    ConstraintKeyword, Engine, PolicyFormat, PolicyLoader, Request, SimulatedClock, Verdict,
+};
 use serde_json::json;
 
 // ---------- F1: verifier parity for a value left below the jumped slot ----------
@@ -46,7 +48,7 @@ fn regression_the_verifier_refuses_code_that_touches_a_slot_below_a_jump() {
         Op::Accept,     // 9
     ];
     let check = |s: u32, e: u32| CheckInfo {
-        constraint: "not",
+        constraint: ConstraintKeyword::Not,
         location: None,
         summary: String::new(),
         code_start: s,
@@ -93,7 +95,7 @@ fn regression_the_parity_trace_is_not_quadratic_in_open_jumps() {
         debug: vec![None; code.len()],
         code,
         checks: vec![CheckInfo {
-            constraint: "any",
+            constraint: ConstraintKeyword::Any,
             location: None,
             summary: String::new(),
             code_start: 0,

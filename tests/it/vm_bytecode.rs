@@ -6,6 +6,7 @@
     clippy::indexing_slicing
 )]
 
+use capgate::ConstraintKeyword;
 use capgate::bytecode::index::{CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SetIdx};
 use capgate::bytecode::matcher::Matcher;
 use capgate::bytecode::op::Op;
@@ -38,7 +39,7 @@ fn key(k: &str) -> Segment {
 
 fn check(code_end: u32) -> CheckInfo {
     CheckInfo {
-        constraint: "fieldEquals",
+        constraint: ConstraintKeyword::FieldEquals,
         location: None,
         summary: String::new(),
         code_start: 0,

@@ -8,6 +8,7 @@
     clippy::indexing_slicing
 )]
 
+use capgate::ConstraintKeyword;
 use capgate::bytecode::index::{
     CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
 };
@@ -172,7 +173,7 @@ fn checked_program(checks_code: &[Check]) -> Program {
             check: CheckIdx::from_usize(i).unwrap(),
         });
         checks.push(CheckInfo {
-            constraint: "fieldEquals",
+            constraint: ConstraintKeyword::FieldEquals,
             location: None,
             summary: String::new(),
             code_start: start,
@@ -685,7 +686,7 @@ fn checks_of_several_instructions_are_run_whole_and_other_code_has_no_plan() {
         program.checks = ranges
             .iter()
             .map(|&(code_start, code_end)| CheckInfo {
-                constraint: "fieldEquals",
+                constraint: ConstraintKeyword::FieldEquals,
                 location: None,
                 summary: String::new(),
                 code_start,

@@ -14,13 +14,17 @@
 //!   right after `{`, right before `}`, or at the start of the file; the text ends with one line
 //!   break.
 
+use capgate::ConstraintKeyword;
+use capgate::vocabulary::{CONSTRAINT_WORDS, OPTIONAL};
+
 use super::lex::{Token, TokenKind};
 
 /// The widest embedded JSON value written on one line.
 pub const FLAT_JSON_WIDTH: usize = 60;
 
-/// The keywords that start an item of a block.
-const ITEM_KEYWORDS: [&str; 22] = [
+/// The keywords that start an item of a block besides the constraint words
+/// ([`CONSTRAINT_WORDS`]): `skill`, `capability` and the fields.
+const ITEM_KEYWORDS: [&str; 11] = [
     "skill",
     "capability",
     "version",
@@ -32,18 +36,12 @@ const ITEM_KEYWORDS: [&str; 22] = [
     "operations",
     "lifetime",
     "justification",
-    "optional",
-    "fieldEquals",
-    "fieldMatches",
-    "fieldRange",
-    "payloadSchema",
-    "actorBinding",
-    "rateLimit",
-    "wallClockWindow",
-    "any",
-    "all",
-    "not",
 ];
+
+/// True when `word` starts an item of a block.
+fn starts_item(word: &str) -> bool {
+    ITEM_KEYWORDS.contains(&word) || CONSTRAINT_WORDS.contains(&word)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Context {
@@ -127,8 +125,8 @@ pub(crate) fn layout(tokens: &[Token<'_>]) -> String {
         let item_start = context == Context::Block
             && (closing
                 || (token.kind == TokenKind::Word
-                    && ITEM_KEYWORDS.contains(&token.text)
-                    && previous.is_none_or(|p| p.text != "optional")));
+                    && starts_item(token.text)
+                    && previous.is_none_or(|p| p.text != OPTIONAL)));
         if state.force_break || item_start || closing {
             let extra = usize::from(!(state.structural || item_start || closing));
             state.start_line(token.blank_before && !closing, extra);
@@ -191,7 +189,9 @@ pub(crate) fn layout(tokens: &[Token<'_>]) -> String {
 /// `capability "name"`.
 fn opens_block(previous: Option<&Token<'_>>, before_previous: Option<&Token<'_>>) -> bool {
     match previous {
-        Some(p) if p.kind == TokenKind::Word => matches!(p.text, "any" | "all" | "not"),
+        Some(p) if p.kind == TokenKind::Word => {
+            ConstraintKeyword::from_name(p.text).is_some_and(ConstraintKeyword::is_combinator)
+        }
         Some(p) if p.kind == TokenKind::Str => {
             before_previous.is_some_and(|b| matches!(b.text, "skill" | "capability"))
         }

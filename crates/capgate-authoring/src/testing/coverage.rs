@@ -61,7 +61,7 @@ impl Coverage {
                     .checks
                     .iter()
                     .map(|check| ConstraintCoverage {
-                        constraint: ReasonKind::from_constraint(check.constraint),
+                        constraint: ReasonKind::from(check.constraint),
                         summary: check.summary.clone(),
                         source: check.location.as_ref().map(ToString::to_string),
                         failed: false,

@@ -210,35 +210,12 @@ const FIELDS: [&str; 11] = [
 /// The fields that hold JSON documents a test may set members of.
 const DOCUMENTS: [&str; 3] = ["payload", "agent", "context"];
 
-/// Every reason constraint name a test may expect.
-const CONSTRAINTS: [ReasonKind; 19] = [
-    ReasonKind::FieldEquals,
-    ReasonKind::FieldMatches,
-    ReasonKind::FieldRange,
-    ReasonKind::PayloadSchema,
-    ReasonKind::ActorBinding,
-    ReasonKind::RateLimit,
-    ReasonKind::WallClockWindow,
-    ReasonKind::Any,
-    ReasonKind::All,
-    ReasonKind::Not,
-    ReasonKind::Resource,
-    ReasonKind::Operation,
-    ReasonKind::UnknownSkill,
-    ReasonKind::Revision,
-    ReasonKind::Grant,
-    ReasonKind::Lifetime,
-    ReasonKind::Risk,
-    ReasonKind::Sensitivity,
-    ReasonKind::Input,
-];
-
 /// Most identical calls one line may make.
 pub const MAX_TIMES: u32 = 10_000;
 
 /// The constraint named `name` on the wire (`fieldMatches`, `unknownSkill`, ...).
 pub fn reason_kind(name: &str) -> Option<ReasonKind> {
-    CONSTRAINTS.iter().copied().find(|k| k.as_str() == name)
+    ReasonKind::from_name(name)
 }
 
 /// The verdict named `name` on the wire.

@@ -19,7 +19,10 @@ use capgate::bytecode::op::Op;
 use capgate::bytecode::program::{CheckInfo, CompiledSkill, Program};
 use capgate::bytecode::verify::{VerifyReason, verify};
 use capgate::compile::load_capc;
-use capgate::{Limits, PolicyFormat, PolicyLoader, PolicySet, Revision, Session, SessionOptions};
+use capgate::{
+    ConstraintKeyword, Limits, PolicyFormat, PolicyLoader, PolicySet, Revision, Session,
+    SessionOptions,
+};
 use proptest::prelude::*;
 
 fn policies_dir() -> PathBuf {
@@ -1042,7 +1045,7 @@ fn disasm_lists_only_checks_that_the_instructions_run() {
 
     // Of two checks in the table, the one no `require` names is not listed.
     let info = |summary: &str| CheckInfo {
-        constraint: "fieldEquals",
+        constraint: ConstraintKeyword::FieldEquals,
         location: None,
         summary: summary.to_owned(),
         code_start: 0,

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use capgate::bytecode::program::{CompiledSkill, LifetimeSpec};
 use capgate::span::SourceMap;
 use capgate::value::{escape_controls, escape_controls_in_lines, truncate_for_message};
+use capgate::vocabulary::CONSTRAINT_WORDS;
 use capgate::{
     Clock, Decision, Diagnostic, Engine, InMemoryStore, Limits, PolicyFormat, PolicyLoader,
     PolicySet, Request, SimulatedClock, parse_strict_json,
@@ -32,21 +33,6 @@ pub enum Flow {
     /// Exit (`:quit`).
     Quit,
 }
-
-/// Constraint keywords: an input starting with one of these is a constraint line.
-pub const CONSTRAINT_KEYWORDS: [&str; 11] = [
-    "fieldEquals",
-    "fieldMatches",
-    "fieldRange",
-    "payloadSchema",
-    "actorBinding",
-    "rateLimit",
-    "wallClockWindow",
-    "any",
-    "all",
-    "not",
-    "optional",
-];
 
 /// The repl's commands, with their arguments and what they do, for `:help` and completion.
 pub const COMMANDS: [(&str, &str, &str); 19] = [
@@ -176,7 +162,7 @@ impl Repl {
             self.request(trimmed);
         } else if first_word == "skill" {
             self.skill_block(input);
-        } else if CONSTRAINT_KEYWORDS.contains(&first_word) {
+        } else if CONSTRAINT_WORDS.contains(&first_word) {
             self.constraint(trimmed);
         } else {
             self.error(&format!(

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use capgate::bytecode::program::CompiledSkill;
+use capgate::vocabulary::CONSTRAINT_WORDS;
 
-use super::state::{COMMANDS, CONSTRAINT_KEYWORDS};
+use super::state::COMMANDS;
 
 /// Keywords of the `.cap` language besides the constraint names, and path roots.
 const KEYWORDS: [&str; 36] = [
@@ -100,7 +101,7 @@ impl Vocabulary {
                 words.extend(names.capabilities.iter().map(String::as_str));
             }
             None => {
-                words.extend(CONSTRAINT_KEYWORDS);
+                words.extend(CONSTRAINT_WORDS);
                 words.extend(KEYWORDS);
                 words.extend(names.skills.iter().map(String::as_str));
                 words.extend(names.capabilities.iter().map(String::as_str));
