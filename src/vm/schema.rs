@@ -36,7 +36,7 @@ pub use format::is_valid_format;
 const CACHED: usize = 8;
 
 /// Longest quoted instance value in a message, in characters.
-const QUOTE_LIMIT: usize = 64;
+const QUOTED_CHARS: usize = 64;
 
 /// Arrays of at most this many items have `uniqueItems` checked pair by pair, allocating
 /// nothing; longer ones by hashing ([`Eval::first_equal_items`]).
@@ -304,8 +304,8 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
 
     fn quoted(self) -> String {
         match self {
-            Instance::Value(v) => v.describe(QUOTE_LIMIT),
-            Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTE_LIMIT),
+            Instance::Value(v) => v.describe(QUOTED_CHARS),
+            Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTED_CHARS),
         }
     }
 
@@ -574,7 +574,7 @@ impl<R: Report> Eval<'_, R> {
             (Some(SchemaNode::Never), _) => {
                 self.step()?;
                 self.report.fail(keyword, || match step {
-                    Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTE_LIMIT)),
+                    Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTED_CHARS)),
                     Step::Index(i) => format!("item {i} is not allowed"),
                 });
                 false
@@ -626,7 +626,7 @@ impl<R: Report> Eval<'_, R> {
                 "enum",
                 "value `{}` is not one of {}",
                 instance.quoted(),
-                truncate_for_message(&Value::Array(values.clone()), QUOTE_LIMIT)
+                truncate_for_message(&Value::Array(values.clone()), QUOTED_CHARS)
             );
         }
         if let Some(expected) = &schema.const_value {
@@ -638,7 +638,7 @@ impl<R: Report> Eval<'_, R> {
                 instance.equals(expected),
                 "const",
                 "expected `{}`, found `{}`",
-                truncate_for_message(expected, QUOTE_LIMIT),
+                truncate_for_message(expected, QUOTED_CHARS),
                 instance.quoted()
             );
         }
@@ -927,7 +927,7 @@ impl<R: Report> Eval<'_, R> {
                 member.is_some(),
                 "required",
                 "missing required property `{}`",
-                truncate_str(name, QUOTE_LIMIT)
+                truncate_str(name, QUOTED_CHARS)
             );
         }
         let count = u64::try_from(members.len()).unwrap_or(u64::MAX);
@@ -958,8 +958,8 @@ impl<R: Report> Eval<'_, R> {
                         present,
                         "dependentRequired",
                         "missing property `{}`, required when `{}` is present",
-                        truncate_str(dependent, QUOTE_LIMIT),
-                        truncate_str(name, QUOTE_LIMIT)
+                        truncate_str(dependent, QUOTED_CHARS),
+                        truncate_str(name, QUOTED_CHARS)
                     );
                 }
             }
@@ -979,7 +979,7 @@ impl<R: Report> Eval<'_, R> {
                         valid,
                         "propertyNames",
                         "property name `{}` is not allowed by `propertyNames`",
-                        truncate_str(&name, QUOTE_LIMIT)
+                        truncate_str(&name, QUOTED_CHARS)
                     );
                 }
             } else {
@@ -1128,7 +1128,7 @@ impl<R: Report> Eval<'_, R> {
 }
 
 fn quote_str(text: &str) -> String {
-    truncate_for_message(&Value::String(text.to_owned()), QUOTE_LIMIT)
+    truncate_for_message(&Value::String(text.to_owned()), QUOTED_CHARS)
 }
 
 #[cfg(test)]

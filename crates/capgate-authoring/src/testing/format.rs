@@ -233,8 +233,10 @@ const CONSTRAINTS: [ReasonKind; 19] = [
     ReasonKind::Input,
 ];
 
-/// Most identical calls one line may make.
-pub const MAX_TIMES: u32 = 10_000;
+/// Most identical calls one `expect ... N times` line may make: derived from the limits, enough
+/// to fill the largest sliding window a policy may declare
+/// ([`capgate::limits::MAX_SLIDING_WINDOW`]), so that the next line can test the call after it.
+pub const TIMES_BOUND: u64 = capgate::limits::MAX_SLIDING_WINDOW;
 
 /// The constraint named `name` on the wire (`fieldMatches`, `unknownSkill`, ...).
 pub fn reason_kind(name: &str) -> Option<ReasonKind> {
@@ -731,13 +733,13 @@ fn times(args: &[Token], line: usize) -> Result<(u32, &[Token]), Problem> {
                 .raw
                 .parse::<u32>()
                 .ok()
-                .filter(|n| (1..=MAX_TIMES).contains(n))
+                .filter(|&n| (1..=TIMES_BOUND).contains(&u64::from(n)))
                 .ok_or_else(|| {
                     problem(
                         line,
                         count.column,
                         format!(
-                            "`{}` is not a number of calls between 1 and {MAX_TIMES}",
+                            "`{}` is not a number of calls between 1 and {TIMES_BOUND}",
                             count.raw
                         ),
                     )
@@ -1336,6 +1338,24 @@ mod tests {
         let (_, column, message) = error("[case c]\nexpect allow 0 times\n");
         assert_eq!(column, 14);
         assert!(message.contains("between 1 and 10000"));
+    }
+
+    #[test]
+    fn times_reach_the_largest_sliding_window_and_no_further() {
+        let largest = capgate::limits::MAX_SLIDING_WINDOW;
+        let steps = only_case(&format!("[case c]\nexpect allow {largest} times\n"));
+        assert!(
+            matches!(steps[..], [Step::Call { times, .. }] if u64::from(times) == largest),
+            "{steps:?}"
+        );
+        let (_, _, message) = error(&format!("[case c]\nexpect allow {} times\n", largest + 1));
+        assert_eq!(
+            message,
+            format!(
+                "`{}` is not a number of calls between 1 and {largest}",
+                largest + 1
+            )
+        );
     }
 
     #[test]

@@ -343,7 +343,7 @@ fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
 
 /// Found in review: each human-format report re-read the file from the start to find its line,
 /// so 8,000 errors on a 112 KB file took 26 s to print (JSON: 0.3 s). The human format now
-/// prints the first `MAX_HUMAN_REPORTS` (50) and counts the rest; JSON prints all.
+/// prints the first `HUMAN_REPORTS_SHOWN` (50) and counts the rest; JSON prints all.
 #[test]
 fn regression_human_reports_stop_at_fifty_and_count_the_rest() {
     let dir = temp_dir();
