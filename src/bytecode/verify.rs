@@ -20,6 +20,7 @@ use super::index::{CheckIdx, Index, JumpTarget, lookup};
 use super::op::Op;
 use super::plan::Plan;
 use super::program::Program;
+use crate::convert::usize_from;
 
 /// The deepest stack a program may use (defined in [`crate::limits`]).
 pub use crate::limits::MAX_STACK;
@@ -267,8 +268,8 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         });
     }
     for check in &program.checks {
-        let start = usize::try_from(check.code_start).unwrap_or(usize::MAX);
-        let end = usize::try_from(check.code_end).unwrap_or(usize::MAX);
+        let start = usize_from(check.code_start);
+        let end = usize_from(check.code_end);
         if start >= end || end > len {
             return Err(VerifyError {
                 at: start,
@@ -450,15 +451,15 @@ fn self_contained_checks(program: &Program, heights: &[Option<u16>]) -> Vec<bool
     let range = |index: usize| {
         program.checks.get(index).map_or((0, 0), |check| {
             (
-                usize_of(check.code_start),
-                usize_of(check.code_end).min(len),
+                usize_from(check.code_start),
+                usize_from(check.code_end).min(len),
             )
         })
     };
     let mut contained: Vec<bool> = program
         .checks
         .iter()
-        .map(|check| heights.get(usize_of(check.code_start)) == Some(&Some(0)))
+        .map(|check| heights.get(usize_from(check.code_start)) == Some(&Some(0)))
         .collect();
     // Ranges that overlap another: sorted by start, a run of ranges each starting before the
     // furthest end so far overlaps pairwise-connected, and every range in a run of two or more
@@ -520,11 +521,6 @@ fn spoil(contained: &mut [bool], index: usize) {
     if let Some(flag) = contained.get_mut(index) {
         *flag = false;
     }
-}
-
-/// A code offset as an index (saturating: past the end of any program).
-pub(super) fn usize_of(offset: u32) -> usize {
-    usize::try_from(offset).unwrap_or(usize::MAX)
 }
 
 /// Builds a jump target for tests and the compiler.
