@@ -67,6 +67,24 @@ fn fmt_rewrites_in_place_and_then_check_passes() {
     assert_eq!(code(&output), 0, "{}", stdout(&output));
 }
 
+/// `capgate fmt DIR` walks as the loader does: each directory once, so a link back to `.`
+/// neither loops nor names a file twice.
+#[cfg(unix)]
+#[test]
+fn fmt_of_a_directory_visits_each_file_once_through_symlinks() {
+    let dir = temp_dir();
+    write(&dir, "p.cap", CRAMPED);
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    let output = capgate(&["fmt", "--check", dir.to_str().unwrap()]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output).matches("would reformat").count(),
+        1,
+        "{}",
+        stdout(&output)
+    );
+}
+
 #[test]
 fn fmt_refuses_an_invalid_policy_with_exit_2_and_leaves_it_alone() {
     let dir = temp_dir();
