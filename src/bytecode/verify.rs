@@ -14,7 +14,6 @@
 // passed. The VM relies on it and reports a violation as an internal error, never a panic.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use super::index::{CheckIdx, Index, JumpTarget, lookup};
 use super::op::Op;
@@ -102,11 +101,13 @@ pub struct VerifyError {
 }
 
 /// The kinds of verification failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyReason {
     /// The program has no instructions.
+    #[error("empty program")]
     Empty,
     /// An operand names an entry past the end of its table.
+    #[error("operand {index} out of range for table `{table}`")]
     OperandOutOfRange {
         /// The table.
         table: &'static str,
@@ -114,15 +115,19 @@ pub enum VerifyReason {
         index: usize,
     },
     /// A jump does not go strictly forward into the program.
+    #[error("jump to {target} is not strictly forward inside the program")]
     BadJump {
         /// The target.
         target: usize,
     },
     /// An instruction pops more than the stack holds.
+    #[error("stack underflow")]
     StackUnderflow,
     /// The stack grows past [`MAX_STACK`].
+    #[error("stack deeper than {MAX_STACK}")]
     StackOverflow,
     /// Two paths reach an instruction with different stack heights.
+    #[error("stack height {first} on one path and {other} on another")]
     InconsistentStack {
         /// Height on the first path.
         first: u16,
@@ -130,46 +135,20 @@ pub enum VerifyReason {
         other: u16,
     },
     /// Control reaches the end without `Accept`.
+    #[error("control falls off the end")]
     FallsOffEnd,
     /// `Accept` is reached with values on the stack.
+    #[error("accept with {0} values on the stack")]
     AcceptWithStack(u16),
     /// A check's code range is outside the program or empty.
+    #[error("check code range outside the program")]
     BadCheckRange,
     /// The debug table does not have one entry per instruction.
+    #[error("debug table length differs from code length")]
     DebugTableMismatch,
     /// A test's value cannot be followed to a `Require` (see [`VerifiedProgram::negated`]).
+    #[error("a test's value cannot be followed to the check that requires it")]
     UntraceableTest,
-}
-
-impl fmt::Display for VerifyReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            VerifyReason::Empty => f.write_str("empty program"),
-            VerifyReason::OperandOutOfRange { table, index } => {
-                write!(f, "operand {index} out of range for table `{table}`")
-            }
-            VerifyReason::BadJump { target } => {
-                write!(
-                    f,
-                    "jump to {target} is not strictly forward inside the program"
-                )
-            }
-            VerifyReason::StackUnderflow => f.write_str("stack underflow"),
-            VerifyReason::StackOverflow => write!(f, "stack deeper than {MAX_STACK}"),
-            VerifyReason::InconsistentStack { first, other } => {
-                write!(f, "stack height {first} on one path and {other} on another")
-            }
-            VerifyReason::FallsOffEnd => f.write_str("control falls off the end"),
-            VerifyReason::UntraceableTest => {
-                f.write_str("a test's value cannot be followed to the check that requires it")
-            }
-            VerifyReason::AcceptWithStack(n) => write!(f, "accept with {n} values on the stack"),
-            VerifyReason::BadCheckRange => f.write_str("check code range outside the program"),
-            VerifyReason::DebugTableMismatch => {
-                f.write_str("debug table length differs from code length")
-            }
-        }
-    }
 }
 
 fn in_range<I: Index, T>(table: &[T], index: I, at: usize) -> Result<(), VerifyError> {

@@ -62,48 +62,33 @@ pub struct SchemaViolation {
 
 /// Validation stopped at a limit before it reached an answer. The engine refuses such a request
 /// (reason `input`, SPEC §7): the payload broke a limit, which says nothing about the schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaLimit {
     /// Nested deeper than [`SchemaProgram::depth_limit`] levels.
+    #[error("schema validation nested deeper than the limit of {0} levels")]
     Depth(u32),
     /// Needed more than [`SchemaProgram::step_limit`] steps.
+    #[error("schema validation needed more than the limit of {0} steps")]
     Steps(u64),
     /// A `pattern` or `patternProperties` match would take the request past its regex work
     /// (`Limits::max_regex_work`, this limit).
+    #[error("schema validation needed more than the request's regex work limit of {0} byte-states")]
     RegexWork(u64),
     /// A node id outside the arena: an internal invariant broke (never expected).
+    #[error("schema program is malformed")]
     BrokenProgram,
-}
-
-impl std::fmt::Display for SchemaLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SchemaLimit::Depth(limit) => write!(
-                f,
-                "schema validation nested deeper than the limit of {limit} levels"
-            ),
-            SchemaLimit::Steps(limit) => write!(
-                f,
-                "schema validation needed more than the limit of {limit} steps"
-            ),
-            SchemaLimit::RegexWork(limit) => write!(
-                f,
-                "schema validation needed more than the request's regex work limit of {limit} \
-                 byte-states"
-            ),
-            SchemaLimit::BrokenProgram => f.write_str("schema program is malformed"),
-        }
-    }
 }
 
 /// Why [`validate`] refused the instance instead of answering: the engine refuses the request
 /// (reason `input`), under `not` and `any` too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// Validation stopped at a limit.
+    #[error(transparent)]
     Limit(SchemaLimit),
     /// A name the schema reads is absent and the object has a case variant of it
     /// (`Limits::refuse_case_variant_reads`).
+    #[error("a member's name differs only by case from one the schema reads")]
     CaseVariant(CaseVariant),
 }
 
@@ -116,17 +101,6 @@ impl Refused {
             Abort::BrokenProgram => SchemaLimit::BrokenProgram,
             Abort::CaseVariant => return Refused::CaseVariant(CaseVariant),
         })
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refused::Limit(limit) => limit.fmt(f),
-            Refused::CaseVariant(CaseVariant) => {
-                f.write_str("a member's name differs only by case from one the schema reads")
-            }
-        }
     }
 }
 
