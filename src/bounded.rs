@@ -6,16 +6,19 @@
 //!   `/dev/zero` is read no further).
 //! - [`read`] and [`read_file`] name the input and the limit in their [`ReadError`]; a regular
 //!   file whose size is over the limit is refused from its metadata, before any of it is read.
-//! - [`regular_file`] is for directory walks: only a regular file (through a symlink too) is
+//! - [`files_under`] is the one directory walk (policies, `.captest` files, `capgate fmt`): it
+//!   visits each directory once however symlinks reach it, so a link to `.` cannot make it loop.
+//! - [`regular_file`] is for what a walk finds: only a regular file (through a symlink too) is
 //!   opened; a FIFO, a socket or a device is refused unopened, since opening a FIFO blocks and a
 //!   device may never end.
 //! - [`LineReader`] splits a stream into lines of at most a limit, reading the rest of a longer
 //!   line only to drop it, so that line is an error of its own and the next one still runs.
 //! - [`ByteLimit`] is a limit together with the [`Limits`] field it comes from, for messages.
 
+use std::collections::HashSet;
 use std::fs::{File, FileType};
 use std::io::{self, BufRead, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::limits::Limits;
 
@@ -167,6 +170,60 @@ pub fn regular_file(path: &Path) -> Result<(), ReadError> {
         what: quoted(path),
         kind: kind(meta.file_type()),
     })
+}
+
+/// Which subdirectories [`files_under`] enters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Descend {
+    /// Every one.
+    Everywhere,
+    /// All but hidden ones (a name starting with `.`) and `target`, cargo's build directory.
+    SkipHiddenAndTarget,
+}
+
+/// Every file under `dir` that `wanted` accepts, recursively, in name order. Symlinks are
+/// followed, and each directory is visited once however they reach it (regression: a link to
+/// `.` made the walk loop forever, or find every file again under `loop/loop/...`): under the
+/// first of its paths in name order. A directory that cannot be read is skipped. Nothing found
+/// is opened: check it with [`regular_file`] first.
+pub fn files_under(dir: &Path, descend: Descend, wanted: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    walk(dir, descend, &wanted, &mut found, &mut HashSet::new());
+    found
+}
+
+/// [`files_under`] from `dir`, skipping the directories in `seen` (canonical paths). Entries are
+/// taken in name order, so `found` is in name order (paths compare component by component).
+fn walk(
+    dir: &Path,
+    descend: Descend,
+    wanted: &impl Fn(&Path) -> bool,
+    found: &mut Vec<PathBuf>,
+    seen: &mut HashSet<PathBuf>,
+) {
+    let Ok(real) = std::fs::canonicalize(dir) else {
+        return;
+    };
+    if !seen.insert(real) {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            let name = path.file_name().unwrap_or_default();
+            let skipped = descend == Descend::SkipHiddenAndTarget
+                && (name.to_string_lossy().starts_with('.') || name == "target");
+            if !skipped {
+                walk(&path, descend, wanted, found, seen);
+            }
+        } else if wanted(&path) {
+            found.push(path);
+        }
+    }
 }
 
 /// What a file that is not a regular file is, for messages.
@@ -419,6 +476,54 @@ mod tests {
             read_file(&path, limit),
             Err(ReadError::TooLarge { .. })
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_walk_visits_each_directory_once_in_name_order_and_may_skip_hidden_and_target() {
+        let dir = std::env::temp_dir().join(format!("capgate-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["b", "b/c", ".hidden", "target"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        for file in [
+            "a.cap",
+            "b/c/d.cap",
+            "b.cap",
+            "b/e.txt",
+            ".hidden/h.cap",
+            "target/t.cap",
+        ] {
+            std::fs::write(dir.join(file), "").unwrap();
+        }
+        // Two links back to the top, which would loop without the visit-once rule, and one to
+        // `b/c` whose name comes first: the directory is walked under that name only.
+        std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+        std::os::unix::fs::symlink("..", dir.join("b/up")).unwrap();
+        std::os::unix::fs::symlink("b/c", dir.join("a-link")).unwrap();
+        let cap = |path: &Path| path.extension().is_some_and(|e| e == "cap");
+        let names = |descend| -> Vec<String> {
+            files_under(&dir, descend, cap)
+                .iter()
+                .map(|path| path.strip_prefix(&dir).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(Descend::Everywhere),
+            [
+                ".hidden/h.cap",
+                "a-link/d.cap",
+                "a.cap",
+                "b.cap",
+                "target/t.cap"
+            ]
+        );
+        assert_eq!(
+            names(Descend::SkipHiddenAndTarget),
+            ["a-link/d.cap", "a.cap", "b.cap"]
+        );
+        assert!(files_under(&dir.join("missing"), Descend::Everywhere, cap).is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

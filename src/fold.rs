@@ -44,13 +44,14 @@ pub(crate) fn fold_eq(a: &str, b: &str) -> bool {
 }
 
 /// The most bytes a character's UTF-8 form has per byte of a character with the same simple case
-/// folding: `K` (U+212A, three bytes) folds as `k` (one). Strings whose lengths differ by more
-/// than this factor are never equal under folding (checked over every character by a test).
-pub(crate) const MAX_GROWTH: usize = 3;
+/// folding: `K` (U+212A, three bytes) folds as `k` (one). A fact of Unicode's simple case folding
+/// (`CaseFolding.txt`, statuses C and S), not a limit: strings whose lengths differ by more than
+/// this factor are never equal under folding (checked over every character by a test).
+pub(crate) const FOLD_GROWTH: usize = 3;
 
 /// [`fold_eq`] for a `key` that is ASCII, cheaper for the usual `name`: one of another length is
 /// equal to the key under folding only if it holds the KELVIN SIGN or LONG S (the only
-/// characters outside ASCII that fold into it), which make it longer, at most [`MAX_GROWTH`]
+/// characters outside ASCII that fold into it), which make it longer, at most [`FOLD_GROWTH`]
 /// times. For the walk over an object's member names after a lookup missed.
 #[inline]
 pub(crate) fn fold_eq_ascii_key(name: &str, key: &str) -> bool {
@@ -60,7 +61,7 @@ pub(crate) fn fold_eq_ascii_key(name: &str, key: &str) -> bool {
         // `k` characters in `k` bytes: ASCII, so ASCII case is all there is to fold.
         return name.as_bytes().eq_ignore_ascii_case(key.as_bytes());
     }
-    if n < k || n > MAX_GROWTH.saturating_mul(k) || name.is_ascii() {
+    if n < k || n > FOLD_GROWTH.saturating_mul(k) || name.is_ascii() {
         return false;
     }
     folded(name).eq(folded(key))
@@ -115,7 +116,7 @@ mod tests {
     #[test]
     fn case_variants_differ_in_length_by_at_most_the_growth_factor() {
         // Every class of characters with one simple folding: its longest member in UTF-8 is at
-        // most `MAX_GROWTH` times its shortest, so a name that much longer than an ASCII key is
+        // most `FOLD_GROWTH` times its shortest, so a name that much longer than an ASCII key is
         // no case variant of it.
         let mut lengths = std::collections::HashMap::new();
         let folding: Vec<(char, char)> = (0..=0x10FFFF)
@@ -131,7 +132,7 @@ mod tests {
             }
         }
         for (folded, (shortest, longest)) in lengths {
-            assert!(longest <= MAX_GROWTH * shortest, "{folded:?}");
+            assert!(longest <= FOLD_GROWTH * shortest, "{folded:?}");
         }
         // Only two characters outside ASCII fold into it.
         let into_ascii: Vec<char> = folding

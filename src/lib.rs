@@ -4,6 +4,7 @@ pub mod bounded;
 pub mod bytecode;
 mod bytes;
 pub mod compile;
+mod convert;
 pub mod engine;
 mod fold;
 pub mod limits;

@@ -12,6 +12,10 @@
 //!   the implementation are built around (array sizes, `u32` offsets, recursion that must stay
 //!   inside a thread's stack). They are not configurable; the code that enforces each reads it
 //!   from here.
+//!
+//! A bound that comes from a standard or from Unicode (the 63-byte DNS label, the autonomy scale
+//! `0..=100`, how much longer case folding can make a string) is not a limit: it lives beside
+//! the code that uses it, named for what it is, and its doc comment cites its source.
 
 /// How much deeper than the payload limit the parser itself goes before refusing: enough for
 /// the request object and the session line around a payload at the limit

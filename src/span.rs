@@ -43,7 +43,7 @@ impl Span {
 
     /// Byte offset of the start, for indexing into the file text.
     pub fn start_usize(self) -> usize {
-        usize::try_from(self.start).unwrap_or(usize::MAX)
+        crate::convert::usize_from(self.start)
     }
 
     /// Length in bytes.

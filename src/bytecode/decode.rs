@@ -61,8 +61,10 @@ use crate::vocabulary::ConstraintKeyword;
 
 use crate::limits::MAX_RATE_LIMITS;
 
-/// Highest risk score (`risk 0..=100`).
-const MAX_AUTONOMY: u8 = 100;
+/// The scale of autonomy scores and risk levels: `risk 0..=100` in the language
+/// (`docs/language.md`) and a request's `autonomy` (`docs/semantics.md`). A fact of the format,
+/// not a limit.
+const AUTONOMY_SCALE: std::ops::RangeInclusive<u8> = 0..=100;
 
 /// What a `.capc` file holds: compiled skills, ready for an engine.
 #[derive(Debug, Clone)]
@@ -545,9 +547,11 @@ impl<'a> Reader<'a> {
         })?;
         let lifetime = self.lifetime()?;
         let required_autonomy = self.u8("the required autonomy")?;
-        if required_autonomy > MAX_AUTONOMY {
+        if !AUTONOMY_SCALE.contains(&required_autonomy) {
             return Err(self.malformed(format!(
-                "required autonomy {required_autonomy} is outside 0..=100"
+                "required autonomy {required_autonomy} is outside {}..={}",
+                AUTONOMY_SCALE.start(),
+                AUTONOMY_SCALE.end()
             )));
         }
         let sensitivity = match self.tag("a sensitivity", 1)? {

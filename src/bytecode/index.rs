@@ -33,8 +33,7 @@ macro_rules! index_type {
             }
 
             fn to_usize(self) -> usize {
-                // u32 always fits usize on the 32- and 64-bit targets capgate supports.
-                usize::try_from(self.0).unwrap_or(usize::MAX)
+                crate::convert::usize_from(self.0)
             }
         }
 

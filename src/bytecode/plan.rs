@@ -22,7 +22,7 @@ use super::index::{CheckIdx, Index, PathIdx, lookup};
 use super::op::Op;
 use super::program::{PathAccess, Program};
 use super::schema::{Leaf, SchemaNode, SchemaObject, SchemaProgram, SchemaType};
-use super::verify::usize_of;
+use crate::convert::usize_from;
 use crate::value::Segment;
 
 /// A program's checks in order, each with how the plan answers it.
@@ -126,7 +126,7 @@ impl Plan {
         let mut next = 0;
         for (index, info) in program.checks.iter().enumerate() {
             let check = CheckIdx::from_usize(index)?;
-            let (start, end) = (usize_of(info.code_start), usize_of(info.code_end));
+            let (start, end) = (usize_from(info.code_start), usize_from(info.code_end));
             let code = program.code.get(start..end)?;
             let (Op::Require { check: required }, body) = code.split_last()? else {
                 return None;

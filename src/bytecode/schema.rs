@@ -41,8 +41,7 @@ impl SchemaNodeId {
 
     /// The arena slot this id names.
     pub(crate) fn index(self) -> usize {
-        // u32 always fits in usize on the 32- and 64-bit targets capgate supports.
-        usize::try_from(self.0).unwrap_or(usize::MAX)
+        crate::convert::usize_from(self.0)
     }
 }
 

@@ -14,12 +14,12 @@
 // passed. The VM relies on it and reports a violation as an internal error, never a panic.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use super::index::{CheckIdx, Index, JumpTarget, lookup};
 use super::op::Op;
 use super::plan::Plan;
 use super::program::Program;
+use crate::convert::usize_from;
 
 /// The deepest stack a program may use (defined in [`crate::limits`]).
 pub use crate::limits::MAX_STACK;
@@ -101,11 +101,13 @@ pub struct VerifyError {
 }
 
 /// The kinds of verification failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyReason {
     /// The program has no instructions.
+    #[error("empty program")]
     Empty,
     /// An operand names an entry past the end of its table.
+    #[error("operand {index} out of range for table `{table}`")]
     OperandOutOfRange {
         /// The table.
         table: &'static str,
@@ -113,15 +115,19 @@ pub enum VerifyReason {
         index: usize,
     },
     /// A jump does not go strictly forward into the program.
+    #[error("jump to {target} is not strictly forward inside the program")]
     BadJump {
         /// The target.
         target: usize,
     },
     /// An instruction pops more than the stack holds.
+    #[error("stack underflow")]
     StackUnderflow,
     /// The stack grows past [`MAX_STACK`].
+    #[error("stack deeper than {MAX_STACK}")]
     StackOverflow,
     /// Two paths reach an instruction with different stack heights.
+    #[error("stack height {first} on one path and {other} on another")]
     InconsistentStack {
         /// Height on the first path.
         first: u16,
@@ -129,46 +135,20 @@ pub enum VerifyReason {
         other: u16,
     },
     /// Control reaches the end without `Accept`.
+    #[error("control falls off the end")]
     FallsOffEnd,
     /// `Accept` is reached with values on the stack.
+    #[error("accept with {0} values on the stack")]
     AcceptWithStack(u16),
     /// A check's code range is outside the program or empty.
+    #[error("check code range outside the program")]
     BadCheckRange,
     /// The debug table does not have one entry per instruction.
+    #[error("debug table length differs from code length")]
     DebugTableMismatch,
     /// A test's value cannot be followed to a `Require` (see [`VerifiedProgram::negated`]).
+    #[error("a test's value cannot be followed to the check that requires it")]
     UntraceableTest,
-}
-
-impl fmt::Display for VerifyReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            VerifyReason::Empty => f.write_str("empty program"),
-            VerifyReason::OperandOutOfRange { table, index } => {
-                write!(f, "operand {index} out of range for table `{table}`")
-            }
-            VerifyReason::BadJump { target } => {
-                write!(
-                    f,
-                    "jump to {target} is not strictly forward inside the program"
-                )
-            }
-            VerifyReason::StackUnderflow => f.write_str("stack underflow"),
-            VerifyReason::StackOverflow => write!(f, "stack deeper than {MAX_STACK}"),
-            VerifyReason::InconsistentStack { first, other } => {
-                write!(f, "stack height {first} on one path and {other} on another")
-            }
-            VerifyReason::FallsOffEnd => f.write_str("control falls off the end"),
-            VerifyReason::UntraceableTest => {
-                f.write_str("a test's value cannot be followed to the check that requires it")
-            }
-            VerifyReason::AcceptWithStack(n) => write!(f, "accept with {n} values on the stack"),
-            VerifyReason::BadCheckRange => f.write_str("check code range outside the program"),
-            VerifyReason::DebugTableMismatch => {
-                f.write_str("debug table length differs from code length")
-            }
-        }
-    }
 }
 
 fn in_range<I: Index, T>(table: &[T], index: I, at: usize) -> Result<(), VerifyError> {
@@ -267,8 +247,8 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
         });
     }
     for check in &program.checks {
-        let start = usize::try_from(check.code_start).unwrap_or(usize::MAX);
-        let end = usize::try_from(check.code_end).unwrap_or(usize::MAX);
+        let start = usize_from(check.code_start);
+        let end = usize_from(check.code_end);
         if start >= end || end > len {
             return Err(VerifyError {
                 at: start,
@@ -450,15 +430,15 @@ fn self_contained_checks(program: &Program, heights: &[Option<u16>]) -> Vec<bool
     let range = |index: usize| {
         program.checks.get(index).map_or((0, 0), |check| {
             (
-                usize_of(check.code_start),
-                usize_of(check.code_end).min(len),
+                usize_from(check.code_start),
+                usize_from(check.code_end).min(len),
             )
         })
     };
     let mut contained: Vec<bool> = program
         .checks
         .iter()
-        .map(|check| heights.get(usize_of(check.code_start)) == Some(&Some(0)))
+        .map(|check| heights.get(usize_from(check.code_start)) == Some(&Some(0)))
         .collect();
     // Ranges that overlap another: sorted by start, a run of ranges each starting before the
     // furthest end so far overlaps pairwise-connected, and every range in a run of two or more
@@ -520,11 +500,6 @@ fn spoil(contained: &mut [bool], index: usize) {
     if let Some(flag) = contained.get_mut(index) {
         *flag = false;
     }
-}
-
-/// A code offset as an index (saturating: past the end of any program).
-pub(super) fn usize_of(offset: u32) -> usize {
-    usize::try_from(offset).unwrap_or(usize::MAX)
 }
 
 /// Builds a jump target for tests and the compiler.

@@ -208,6 +208,64 @@ fn describe(value: &Value) -> String {
     truncate_for_message(value, 64)
 }
 
+/// The keywords of one schema object as [`Compiler::object`] reads them; those that combine with
+/// another (`contains` with its bounds, `if` with its branches) are put together at the end.
+#[derive(Default)]
+struct ObjectParts {
+    obj: SchemaObject,
+    contains: Option<SchemaNodeId>,
+    min_contains: Option<u64>,
+    max_contains: Option<u64>,
+    if_schema: Option<SchemaNodeId>,
+    then_schema: Option<SchemaNodeId>,
+    else_schema: Option<SchemaNodeId>,
+}
+
+impl ObjectParts {
+    /// The object with `contains` (at least one match unless `minContains` says otherwise) and
+    /// the `if`/`then`/`else` condition in place.
+    fn finish(self) -> SchemaObject {
+        let mut obj = self.obj;
+        if let Some(schema) = self.contains {
+            obj.contains = Some(ContainsRule {
+                schema,
+                min: self.min_contains.unwrap_or(1),
+                max: self.max_contains,
+            });
+        }
+        if let Some(if_schema) = self.if_schema {
+            obj.condition = Some(Condition {
+                if_schema,
+                then_schema: self.then_schema,
+                else_schema: self.else_schema,
+            });
+        }
+        obj
+    }
+}
+
+/// The help for an unsupported keyword: what replaces a keyword of another draft, or the
+/// nearest supported keyword, or else the supported and ignored keywords.
+fn unsupported_keyword_help(keyword: &str) -> String {
+    match keyword {
+        "$anchor" | "$dynamicAnchor" | "$dynamicRef" | "$recursiveRef" | "$recursiveAnchor" => {
+            "refer to subschemas with `$ref` and a `#/...` JSON pointer".to_owned()
+        }
+        "additionalItems" => "in 2020-12 use `items` after `prefixItems`".to_owned(),
+        "dependencies" => "in 2020-12 use `dependentRequired`".to_owned(),
+        "definitions" => "in 2020-12 use `$defs`".to_owned(),
+        // One suggestion when a keyword is near (`propertis`), not the list.
+        _ => match did_you_mean(keyword, SUPPORTED_KEYWORDS.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => format!(
+                "supported keywords: {}; ignored annotations: {}",
+                SUPPORTED_KEYWORDS.join(" "),
+                ANNOTATION_KEYWORDS.join(" ")
+            ),
+        },
+    }
+}
+
 impl Compiler {
     fn error(&mut self, pointer: &str, message: String, help: Option<String>) {
         self.errors.push(SchemaCompileError {
@@ -276,19 +334,15 @@ impl Compiler {
         id
     }
 
+    /// Compiles a schema object, keyword by keyword; `Always` when none of its keywords asserts
+    /// anything (annotations and `$defs` only).
     fn object(
         &mut self,
         map: &Map<String, Value>,
         pointer: &mut String,
         is_root: bool,
     ) -> SchemaNode {
-        let mut obj = SchemaObject::default();
-        let mut if_schema = None;
-        let mut then_schema = None;
-        let mut else_schema = None;
-        let mut min_contains = None;
-        let mut max_contains = None;
-        let mut contains = None;
+        let mut parts = ObjectParts::default();
         let mut has_assertion = false;
         let nested_id = !is_root && map.contains_key("$id");
         if nested_id {
@@ -299,152 +353,169 @@ impl Compiler {
             push_token(pointer, keyword);
             let here = pointer.clone();
             pointer.truncate(len);
-            let mut assertion = true;
-            match keyword.as_str() {
-                "$ref" => match value.as_str() {
-                    Some(target) => {
-                        // The holder id is the node being built: the last one registered for
-                        // this pointer.
-                        if let Some(holder) = self.locations.get(pointer.as_str()).copied() {
-                            self.pending_refs.push(PendingRef {
-                                holder,
-                                under_nested_id: self.nested_id_depth > 0,
-                                target: target.to_owned(),
-                                pointer: here,
-                            });
-                        }
-                    }
-                    None => self.expected(&here, keyword, "a string", value),
-                },
-                "type" => obj.types = self.types(value, &here),
-                "enum" => match value {
-                    Value::Array(values) => obj.enum_values = Some(values.clone()),
-                    _ => self.expected(&here, keyword, "an array", value),
-                },
-                "const" => obj.const_value = Some(value.clone()),
-                "minimum" => obj.minimum = self.number(value, &here, keyword),
-                "maximum" => obj.maximum = self.number(value, &here, keyword),
-                "exclusiveMinimum" => obj.exclusive_minimum = self.number(value, &here, keyword),
-                "exclusiveMaximum" => obj.exclusive_maximum = self.number(value, &here, keyword),
-                "multipleOf" => obj.multiple_of = self.multiple_of(value, &here),
-                "minLength" => obj.min_length = self.count(value, &here, keyword),
-                "maxLength" => obj.max_length = self.count(value, &here, keyword),
-                "minItems" => obj.min_items = self.count(value, &here, keyword),
-                "maxItems" => obj.max_items = self.count(value, &here, keyword),
-                "minProperties" => obj.min_properties = self.count(value, &here, keyword),
-                "maxProperties" => obj.max_properties = self.count(value, &here, keyword),
-                "minContains" => min_contains = self.count(value, &here, keyword),
-                "maxContains" => max_contains = self.count(value, &here, keyword),
-                "uniqueItems" => match value {
-                    Value::Bool(b) => obj.unique_items = *b,
-                    _ => self.expected(&here, keyword, "a boolean", value),
-                },
-                "pattern" => match value.as_str() {
-                    Some(source) => obj.pattern = self.pattern(source, &here),
-                    None => self.expected(&here, keyword, "a string", value),
-                },
-                "format" => obj.format = self.format(value, &here),
-                "required" => {
-                    if let Some(names) = self.string_list(value, &here, keyword) {
-                        obj.required = names;
-                    }
-                }
-                "dependentRequired" => {
-                    obj.dependent_required = self.dependent_required(value, &here)
-                }
-                "prefixItems" => obj.prefix_items = self.schema_list(value, pointer, keyword),
-                "allOf" => obj.all_of = self.schema_list(value, pointer, keyword),
-                "anyOf" => obj.any_of = self.schema_list(value, pointer, keyword),
-                "oneOf" => obj.one_of = self.schema_list(value, pointer, keyword),
-                "items" => obj.items = Some(self.child(value, pointer, keyword)),
-                "contains" => contains = Some(self.child(value, pointer, keyword)),
-                "additionalProperties" => {
-                    obj.additional_properties = Some(self.child(value, pointer, keyword));
-                }
-                "propertyNames" => obj.property_names = Some(self.child(value, pointer, keyword)),
-                "not" => obj.not = Some(self.child(value, pointer, keyword)),
-                "if" => if_schema = Some(self.child(value, pointer, keyword)),
-                "then" => then_schema = Some(self.child(value, pointer, keyword)),
-                "else" => else_schema = Some(self.child(value, pointer, keyword)),
-                "properties" => {
-                    let mut properties = self.schema_map(value, pointer, keyword);
-                    properties.sort_by(|a, b| a.0.cmp(&b.0));
-                    obj.properties = properties;
-                }
-                "patternProperties" => {
-                    for (source, id) in self.schema_map(value, pointer, keyword) {
-                        let mut at = here.clone();
-                        push_token(&mut at, &source);
-                        if let Some(pattern) = self.pattern(&source, &at) {
-                            obj.pattern_properties.push((pattern, id));
-                        }
-                    }
-                }
-                "$defs" => {
-                    assertion = false;
-                    self.schema_map(value, pointer, keyword);
-                }
-                "$id" if !is_root => self.error(
-                    &here,
-                    "nested `$id` is not supported".to_owned(),
-                    Some(
-                        "`$id` is accepted as an annotation at the schema root only; \
-                         refer to subschemas with `#/...` pointers"
-                            .to_owned(),
-                    ),
-                ),
-                k if ANNOTATION_KEYWORDS.contains(&k) => assertion = false,
-                k => {
-                    let help = match k {
-                        "$anchor" | "$dynamicAnchor" | "$dynamicRef" | "$recursiveRef"
-                        | "$recursiveAnchor" => {
-                            "refer to subschemas with `$ref` and a `#/...` JSON pointer".to_owned()
-                        }
-                        "additionalItems" => {
-                            "in 2020-12 use `items` after `prefixItems`".to_owned()
-                        }
-                        "dependencies" => "in 2020-12 use `dependentRequired`".to_owned(),
-                        "definitions" => "in 2020-12 use `$defs`".to_owned(),
-                        // One suggestion when a keyword is near (`propertis`), not the list.
-                        _ => match did_you_mean(k, SUPPORTED_KEYWORDS.iter().copied()) {
-                            Some(near) => format!("did you mean `{near}`?"),
-                            None => format!(
-                                "supported keywords: {}; ignored annotations: {}",
-                                SUPPORTED_KEYWORDS.join(" "),
-                                ANNOTATION_KEYWORDS.join(" ")
-                            ),
-                        },
-                    };
-                    self.error(
-                        &here,
-                        format!("unsupported payloadSchema keyword `{k}`"),
-                        Some(help),
-                    );
-                }
-            }
-            has_assertion |= assertion;
+            has_assertion |= self.keyword(&mut parts, keyword, value, pointer, &here, is_root);
         }
         if nested_id {
             self.nested_id_depth -= 1;
         }
-        if let Some(schema) = contains {
-            obj.contains = Some(ContainsRule {
-                schema,
-                min: min_contains.unwrap_or(1),
-                max: max_contains,
-            });
-        }
-        if let Some(if_schema) = if_schema {
-            obj.condition = Some(Condition {
-                if_schema,
-                then_schema,
-                else_schema,
-            });
-        }
         if has_assertion {
-            SchemaNode::Object(Box::new(obj))
+            SchemaNode::Object(Box::new(parts.finish()))
         } else {
             SchemaNode::Always
+        }
+    }
+
+    /// Reads one keyword of the schema object at `pointer` into `parts` (`here` points at the
+    /// keyword). Returns whether the keyword asserts anything: annotations and `$defs` do not.
+    fn keyword(
+        &mut self,
+        parts: &mut ObjectParts,
+        keyword: &str,
+        value: &Value,
+        pointer: &mut String,
+        here: &str,
+        is_root: bool,
+    ) -> bool {
+        if self.instance_keyword(parts, keyword, value, here)
+            || self.subschema_keyword(parts, keyword, value, pointer, here)
+        {
+            return true;
+        }
+        match keyword {
+            "$ref" => self.reference(value, pointer, here),
+            "$defs" => {
+                self.schema_map(value, pointer, keyword);
+                return false;
+            }
+            "$id" if !is_root => self.error(
+                here,
+                "nested `$id` is not supported".to_owned(),
+                Some(
+                    "`$id` is accepted as an annotation at the schema root only; \
+                     refer to subschemas with `#/...` pointers"
+                        .to_owned(),
+                ),
+            ),
+            k if ANNOTATION_KEYWORDS.contains(&k) => return false,
+            k => self.error(
+                here,
+                format!("unsupported payloadSchema keyword `{k}`"),
+                Some(unsupported_keyword_help(k)),
+            ),
+        }
+        true
+    }
+
+    /// Reads `keyword` if it constrains the instance by its own value (`type`, `enum`, bounds,
+    /// `pattern`, `required`, ...); false, reading nothing, for any other keyword.
+    fn instance_keyword(
+        &mut self,
+        parts: &mut ObjectParts,
+        keyword: &str,
+        value: &Value,
+        here: &str,
+    ) -> bool {
+        let obj = &mut parts.obj;
+        match keyword {
+            "type" => obj.types = self.types(value, here),
+            "enum" => match value {
+                Value::Array(values) => obj.enum_values = Some(values.clone()),
+                _ => self.expected(here, keyword, "an array", value),
+            },
+            "const" => obj.const_value = Some(value.clone()),
+            "minimum" => obj.minimum = self.number(value, here, keyword),
+            "maximum" => obj.maximum = self.number(value, here, keyword),
+            "exclusiveMinimum" => obj.exclusive_minimum = self.number(value, here, keyword),
+            "exclusiveMaximum" => obj.exclusive_maximum = self.number(value, here, keyword),
+            "multipleOf" => obj.multiple_of = self.multiple_of(value, here),
+            "minLength" => obj.min_length = self.count(value, here, keyword),
+            "maxLength" => obj.max_length = self.count(value, here, keyword),
+            "minItems" => obj.min_items = self.count(value, here, keyword),
+            "maxItems" => obj.max_items = self.count(value, here, keyword),
+            "minProperties" => obj.min_properties = self.count(value, here, keyword),
+            "maxProperties" => obj.max_properties = self.count(value, here, keyword),
+            "minContains" => parts.min_contains = self.count(value, here, keyword),
+            "maxContains" => parts.max_contains = self.count(value, here, keyword),
+            "uniqueItems" => match value {
+                Value::Bool(b) => obj.unique_items = *b,
+                _ => self.expected(here, keyword, "a boolean", value),
+            },
+            "pattern" => match value.as_str() {
+                Some(source) => obj.pattern = self.pattern(source, here),
+                None => self.expected(here, keyword, "a string", value),
+            },
+            "format" => obj.format = self.format(value, here),
+            "required" => {
+                if let Some(names) = self.string_list(value, here, keyword) {
+                    obj.required = names;
+                }
+            }
+            "dependentRequired" => obj.dependent_required = self.dependent_required(value, here),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Reads `keyword` if its value is a subschema or holds subschemas (`items`, `allOf`,
+    /// `properties`, `if`, ...), compiling them as children of `pointer`; false, reading nothing,
+    /// for any other keyword.
+    fn subschema_keyword(
+        &mut self,
+        parts: &mut ObjectParts,
+        keyword: &str,
+        value: &Value,
+        pointer: &mut String,
+        here: &str,
+    ) -> bool {
+        let obj = &mut parts.obj;
+        match keyword {
+            "prefixItems" => obj.prefix_items = self.schema_list(value, pointer, keyword),
+            "allOf" => obj.all_of = self.schema_list(value, pointer, keyword),
+            "anyOf" => obj.any_of = self.schema_list(value, pointer, keyword),
+            "oneOf" => obj.one_of = self.schema_list(value, pointer, keyword),
+            "items" => obj.items = Some(self.child(value, pointer, keyword)),
+            "contains" => parts.contains = Some(self.child(value, pointer, keyword)),
+            "additionalProperties" => {
+                obj.additional_properties = Some(self.child(value, pointer, keyword));
+            }
+            "propertyNames" => obj.property_names = Some(self.child(value, pointer, keyword)),
+            "not" => obj.not = Some(self.child(value, pointer, keyword)),
+            "if" => parts.if_schema = Some(self.child(value, pointer, keyword)),
+            "then" => parts.then_schema = Some(self.child(value, pointer, keyword)),
+            "else" => parts.else_schema = Some(self.child(value, pointer, keyword)),
+            "properties" => {
+                let mut properties = self.schema_map(value, pointer, keyword);
+                properties.sort_by(|a, b| a.0.cmp(&b.0));
+                obj.properties = properties;
+            }
+            "patternProperties" => {
+                for (source, id) in self.schema_map(value, pointer, keyword) {
+                    let mut at = here.to_owned();
+                    push_token(&mut at, &source);
+                    if let Some(pattern) = self.pattern(&source, &at) {
+                        obj.pattern_properties.push((pattern, id));
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Records a `$ref` of the schema object at `pointer`, resolved once every subschema is
+    /// compiled (`here` points at the keyword).
+    fn reference(&mut self, value: &Value, pointer: &str, here: &str) {
+        let Some(target) = value.as_str() else {
+            return self.expected(here, "$ref", "a string", value);
+        };
+        // The holder id is the node being built: the last one registered for this pointer.
+        if let Some(holder) = self.locations.get(pointer).copied() {
+            self.pending_refs.push(PendingRef {
+                holder,
+                under_nested_id: self.nested_id_depth > 0,
+                target: target.to_owned(),
+                pointer: here.to_owned(),
+            });
         }
     }
 

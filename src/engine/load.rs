@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::bounded::{ByteLimit, ReadError};
+use crate::bounded::{ByteLimit, Descend, ReadError};
 use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::span::{FileId, Location, SourceMap, Span};
@@ -123,9 +123,9 @@ impl PolicyLoader {
             return;
         }
         if path.is_dir() {
-            let mut found = Vec::new();
-            collect(path, &mut found);
-            found.sort();
+            let found = crate::bounded::files_under(path, Descend::Everywhere, |file| {
+                file.extension().is_some_and(|e| e == "cap" || e == "json")
+            });
             for file in found {
                 // Opening a FIFO blocks and a device may never end: refused unopened, and an
                 // error rather than a silent skip, so no skill is left out unnoticed.
@@ -386,32 +386,6 @@ impl From<crate::bytecode::decode::CapcContents> for PolicySet {
         PolicySet {
             skills: policy.skills,
             sources,
-        }
-    }
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    collect_once(dir, out, &mut std::collections::HashSet::new());
-}
-
-/// [`collect`], visiting each directory once however symlinks reach it (regression: a link to
-/// `.` made the walk loop forever, or load every policy again under `loop/loop/...`).
-fn collect_once(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>) {
-    let Ok(real) = std::fs::canonicalize(dir) else {
-        return;
-    };
-    if !seen.insert(real) {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_once(&path, out, seen);
-        } else if path.extension().is_some_and(|e| e == "cap" || e == "json") {
-            out.push(path);
         }
     }
 }

@@ -15,6 +15,8 @@
 //! `rate_table.rs`); blocks aligned to 128 bytes would, at twice the smallest ring. At 64 the
 //! window keys already scale as bucket keys do, so the blocks stay at one line.
 
+use crate::convert::usize_from;
+
 /// Instants per block: one 64-byte cache line of `i64`.
 const PER_BLOCK: usize = 8;
 
@@ -161,12 +163,6 @@ fn slot_mut(blocks: &mut [Block], slot: usize) -> Option<&mut i64> {
     blocks
         .get_mut(slot / PER_BLOCK)
         .and_then(|block| block.0.get_mut(slot % PER_BLOCK))
-}
-
-/// A `u32` count or slot as a `usize` (lossless on every target capgate builds for). The
-/// tape has its own; this layer depends on nothing but std and chrono.
-fn usize_from(n: u32) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
 /// Equal when they hold the same instants in the same order, however they are laid out.

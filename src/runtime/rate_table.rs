@@ -286,6 +286,13 @@ impl RateTable {
         slots: &mut [Option<Slot<'g>>],
         inserted: &mut [bool],
     ) {
+        // INVARIANT (charges-paired): checked by `InMemoryStore::commit_charges`, the one
+        // caller. Were a slice shorter, the zip below would give the charges past its end no
+        // cell and so no slot, and the commit's checks refuse a charge without a slot.
+        debug_assert!(
+            [hashes.len(), cells.len(), slots.len(), inserted.len()] == [rates.len(); 4],
+            "per-charge slices of unequal lengths"
+        );
         loop {
             let charges = rates
                 .iter()

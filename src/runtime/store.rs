@@ -585,7 +585,7 @@ struct Scratch<'s, 'g> {
 
 impl InMemoryStore {
     /// [`InMemoryStore::commit_charges`] with its scratch in arrays of `N` (at least the
-    /// number of charges).
+    /// number of charges: with fewer, the scratch is empty and the commit is refused whole).
     fn commit_inline<const N: usize>(
         &self,
         commit: &Commit<'_>,
@@ -627,7 +627,8 @@ impl InMemoryStore {
             slots,
             inserted,
         } = scratch;
-        // Every per-charge slice pairs with the charges one to one, or nothing is charged.
+        // INVARIANT (charges-paired): every per-charge slice pairs with the charges one to one,
+        // or nothing is charged.
         unpaired(hashes, commit.rates)?;
         unpaired(cells, commit.rates)?;
         unpaired(slots, commit.rates)?;
@@ -938,6 +939,28 @@ mod tests {
         assert_eq!(InMemoryStore::check_rates(&slots, first, 0), Ok(()));
         assert_eq!(InMemoryStore::check_rates(&slots, &rates, 0), refused);
         assert_eq!(InMemoryStore::consume_rates(&mut slots, &rates, 0), refused);
+    }
+
+    /// The inline scratch is sized by the caller's match on the number of charges; scratch too
+    /// small for them is empty, so the commit is refused at its first charge and charges nothing.
+    #[test]
+    fn an_inline_scratch_smaller_than_the_charges_refuses_the_commit_whole() {
+        let store = InMemoryStore::new();
+        let rates: Vec<RateCharge> = (0..3_u8)
+            .map(|i| RateCharge {
+                key: rk(&[i]),
+                spec: WINDOW,
+            })
+            .collect();
+        let commit = process_commit(&rates);
+        let guard = store.rates.guard();
+        assert_eq!(
+            store.commit_inline::<2>(&commit, at(0), &guard),
+            Err(CommitRefusal::RateLimited { charge: 0 })
+        );
+        assert_eq!(store.rate_key_count(), 0);
+        assert_eq!(store.commit_inline::<4>(&commit, at(0), &guard), Ok(()));
+        assert_eq!(store.rate_key_count(), 3);
     }
 
     #[test]

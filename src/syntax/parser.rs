@@ -298,7 +298,8 @@ fn rank(rule: Rule) -> u8 {
 /// The text at `position` that the parser stumbled on: a name-like run, one character, or
 /// nothing at the end of the file.
 fn found_at(text: &str, position: usize) -> String {
-    const MAX_FOUND: usize = 40;
+    // How much of a name-like run a message quotes, in characters.
+    const FOUND_CHARS: usize = 40;
     let rest = text.get(position..).unwrap_or("");
     let Some(first) = rest.chars().next() else {
         return String::new();
@@ -306,7 +307,7 @@ fn found_at(text: &str, position: usize) -> String {
     if first.is_alphanumeric() || first == '_' {
         rest.chars()
             .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '$' | '-' | '.' | ':'))
-            .take(MAX_FOUND)
+            .take(FOUND_CHARS)
             .collect()
     } else {
         first.to_string()

@@ -32,7 +32,7 @@
 //! by one), so keys equal up to case meet in one slot, where the first such pair ends the parse:
 //! many case variants of one name cost no more than one.
 
-use super::usize_from;
+use crate::convert::usize_from;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
@@ -355,8 +355,8 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::super::{ErrorKind, Tape};
-    use super::usize_from;
     use super::{CHUNK, COMPARE_SLACK, LINEAR_MEMBERS, PROBE_SLACK, PROBES_PER_KEY};
+    use crate::convert::usize_from;
 
     /// An object of `count` members `"{prefix}{i}": i`, then `extra` before the closing brace.
     fn object(prefix: &str, count: usize, extra: &str) -> String {

@@ -34,6 +34,7 @@ use scan::Frame;
 use string::DecodedBytes;
 
 use crate::bytes::bytes_eq;
+use crate::convert::usize_from;
 
 /// What a JSON value is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -180,12 +181,6 @@ fn escaped_key_is(body: &[u8], key: &str) -> bool {
 thread_local! {
     /// Members [`NodeRef::get`] has looked at on this thread, for tests of what lookups cost.
     pub(crate) static MEMBERS_PASSED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// A `u32` offset or index as a `usize` (lossless on every target capgate builds for).
-#[inline(always)]
-fn usize_from(value: u32) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
 }
 
 /// Why bytes were not accepted as one JSON value.

@@ -8,8 +8,9 @@ use super::keys::{Insert, KeySet, LINEAR_MEMBERS};
 use super::string::scan_string;
 use super::{
     ESCAPED, ErrorKind, Kind, NON_ASCII, NUMBER_FLOAT, NUMBER_NEGATIVE, NUMBER_POSITIVE, Node,
-    Tape, TapeError, keys_equal, keys_fold_equal, usize_from,
+    Tape, TapeError, keys_equal, keys_fold_equal,
 };
+use crate::convert::usize_from;
 
 /// An array or object still open while parsing.
 #[derive(Debug, Clone, Copy)]

@@ -15,7 +15,6 @@
 //! The rules, with an example of each, are in `docs/resources.md`.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use crate::bytecode::resource::percent::{self, DecodeProblem};
 use crate::bytecode::resource::{
@@ -45,65 +44,84 @@ impl ResourcePart {
 
 /// Why a request's resource is refused before any matching. Each is a deny with reason
 /// `resource`; the `Display` form is the deny message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResourceRejection {
     /// The resource string is empty.
+    #[error("resource is empty")]
     Empty,
     /// No `http://`, `https://`, `db:`, `oauth:`, `tool:`, `service:` or `secret:` prefix.
+    #[error(
+        "resource `{resource}` does not start with `https://`, `http://`, `db:`, `oauth:`, `tool:`, `service:` or `secret:`"
+    )]
     UnknownKind {
         /// The resource as given (truncated).
         resource: String,
     },
     /// A raw control or whitespace character anywhere (NUL has its own variant).
+    #[error("resource contains a control or whitespace character (U+{code:04X})")]
     ControlCharacter {
         /// The character's code point.
         code: u32,
     },
     /// A NUL byte, raw or as `%00`.
+    #[error("resource contains {}", if *encoded { "an encoded nul `%00`" } else { "a nul byte" })]
     Nul {
         /// True for `%00`, false for a raw NUL.
         encoded: bool,
     },
     /// A raw `\` in the host or path.
+    #[error("path contains a raw `\\`")]
     Backslash,
     /// A `#fragment`.
+    #[error("resource contains a fragment `{fragment}`")]
     Fragment {
         /// The fragment, from `#`.
         fragment: String,
     },
     /// `user[:password]@` before the host, e.g. `https://calendar.example.com@evil.com/`.
+    #[error("url contains userinfo `{userinfo}` before the host")]
     Userinfo {
         /// Everything up to and including the last `@`.
         userinfo: String,
     },
     /// `https:///path` or `https://:443/`.
+    #[error("url has an empty host")]
     EmptyHost,
     /// A host with a non-ASCII character (write IDNs in punycode).
+    #[error("host `{host}` contains a non-ascii character (write it in punycode)")]
     NonAsciiHost {
         /// The host as given.
         host: String,
     },
     /// A host with a character outside `[A-Za-z0-9_-]`, an empty label, or a bad IPv6 literal.
+    #[error("host `{host}` is not a valid host name")]
     InvalidHost {
         /// The host as given.
         host: String,
     },
     /// A port that is empty, not decimal, zero, or above 65535.
+    #[error("port `{port}` is not a number in 1..=65535")]
     BadPort {
         /// The port text after `:`.
         port: String,
     },
     /// `db:` with nothing after the colon.
+    #[error("resource `{}:` has an empty locator", kind.name())]
     EmptyLocator {
         /// The kind.
         kind: ResourceKind,
     },
     /// `a//b`, a leading `/` in a non-http locator, or `//` at the start of an http path.
+    #[error("path `{path}` contains an empty segment")]
     EmptySegment {
         /// The path as given.
         path: String,
     },
     /// A `.` or `..` segment, also percent-encoded (`%2e%2E`) or with a `;param` suffix.
+    #[error(
+        "path contains a `{segment}` segment{}",
+        if *encoded { ", which percent-decodes to a dot segment" } else { "" }
+    )]
     DotSegment {
         /// The segment as written.
         segment: String,
@@ -111,11 +129,13 @@ pub enum ResourceRejection {
         encoded: bool,
     },
     /// `%2F` or `%5C` (any case) in the path.
+    #[error("path contains an encoded separator `{escape}`")]
     EncodedSeparator {
         /// The escape as written.
         escape: String,
     },
     /// A `%` not followed by two hex digits.
+    #[error("{} contains invalid percent-encoding `{escape}`", part.name())]
     BadPercentEncoding {
         /// Path or query.
         part: ResourcePart,
@@ -123,6 +143,7 @@ pub enum ResourceRejection {
         escape: String,
     },
     /// An escape that decodes to a control character other than NUL (`%0A`, `%7F`).
+    #[error("{} contains an encoded control character `{escape}`", part.name())]
     EncodedControl {
         /// Path or query.
         part: ResourcePart,
@@ -130,6 +151,7 @@ pub enum ResourceRejection {
         escape: String,
     },
     /// Percent-decoded bytes that are not UTF-8.
+    #[error("{} component `{text}` does not percent-decode to utf-8", part.name())]
     NotUtf8 {
         /// Path or query.
         part: ResourcePart,
@@ -139,6 +161,10 @@ pub enum ResourceRejection {
     /// A path segment whose decoded text is not in Unicode normalization form NFKC: a fullwidth
     /// `．` (`%EF%BC%8E`), `／` or `＼`, a ligature, a superscript. A server that applies NFKC
     /// reads other characters, possibly a dot segment or a separator.
+    #[error(
+        "path segment `{segment}` {}",
+        SegmentProblem::NotNfkc(code.and_then(char::from_u32)).describe()
+    )]
     NotNormalized {
         /// The segment as written.
         segment: String,
@@ -147,23 +173,30 @@ pub enum ResourceRejection {
     },
     /// A path segment made only of dots and spaces (`...`, `..%20`, `%20.`), itself or before
     /// its `;parameters`: a server that trims them reads a dot segment.
+    #[error("path segment `{segment}` {}", SegmentProblem::DotsAndSpaces.describe())]
     DotsAndSpaces {
         /// The segment as written.
         segment: String,
     },
     /// A path segment (or the part before its `;parameters`) that ends with a dot or a space
     /// (`file.`, `a%20`): Windows file systems and servers that trim strip them.
+    #[error("path segment `{segment}` {}", SegmentProblem::TrailingDotOrSpace.describe())]
     TrailingDotOrSpace {
         /// The segment as written.
         segment: String,
     },
     /// A path segment that starts with a space (`%20a`): servers that trim strip it.
+    #[error("path segment `{segment}` {}", SegmentProblem::LeadingSpace.describe())]
     LeadingSpace {
         /// The segment as written.
         segment: String,
     },
     /// Decoded text that holds another escape (`%252e` decodes to `%2e`), in a path segment or a
     /// query parameter name: a server that decodes twice reads another character.
+    #[error(
+        "{} component `{text}` percent-decodes to another escape `{escape}` (double encoding)",
+        part.name()
+    )]
     DoubleEncoding {
         /// Path or query.
         part: ResourcePart,
@@ -173,116 +206,12 @@ pub enum ResourceRejection {
         escape: String,
     },
     /// A `;` in the query: some servers split parameters on it as on `&`.
+    #[error("query `{query}` contains a `;`, which some servers read as a parameter separator")]
     QuerySemicolon {
         /// The query as written.
         query: String,
     },
 }
-
-impl fmt::Display for ResourceRejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResourceRejection::Empty => f.write_str("resource is empty"),
-            ResourceRejection::UnknownKind { resource } => write!(
-                f,
-                "resource `{resource}` does not start with `https://`, `http://`, `db:`, `oauth:`, `tool:`, `service:` or `secret:`"
-            ),
-            ResourceRejection::ControlCharacter { code } => write!(
-                f,
-                "resource contains a control or whitespace character (U+{code:04X})"
-            ),
-            ResourceRejection::Nul { encoded: true } => {
-                f.write_str("resource contains an encoded nul `%00`")
-            }
-            ResourceRejection::Nul { encoded: false } => {
-                f.write_str("resource contains a nul byte")
-            }
-            ResourceRejection::Backslash => f.write_str("path contains a raw `\\`"),
-            ResourceRejection::Fragment { fragment } => {
-                write!(f, "resource contains a fragment `{fragment}`")
-            }
-            ResourceRejection::Userinfo { userinfo } => {
-                write!(f, "url contains userinfo `{userinfo}` before the host")
-            }
-            ResourceRejection::EmptyHost => f.write_str("url has an empty host"),
-            ResourceRejection::NonAsciiHost { host } => write!(
-                f,
-                "host `{host}` contains a non-ascii character (write it in punycode)"
-            ),
-            ResourceRejection::InvalidHost { host } => {
-                write!(f, "host `{host}` is not a valid host name")
-            }
-            ResourceRejection::BadPort { port } => {
-                write!(f, "port `{port}` is not a number in 1..=65535")
-            }
-            ResourceRejection::EmptyLocator { kind } => {
-                write!(f, "resource `{}:` has an empty locator", kind.name())
-            }
-            ResourceRejection::EmptySegment { path } => {
-                write!(f, "path `{path}` contains an empty segment")
-            }
-            ResourceRejection::DotSegment {
-                segment,
-                encoded: false,
-            } => write!(f, "path contains a `{segment}` segment"),
-            ResourceRejection::DotSegment {
-                segment,
-                encoded: true,
-            } => write!(
-                f,
-                "path contains a `{segment}` segment, which percent-decodes to a dot segment"
-            ),
-            ResourceRejection::EncodedSeparator { escape } => {
-                write!(f, "path contains an encoded separator `{escape}`")
-            }
-            ResourceRejection::BadPercentEncoding { part, escape } => write!(
-                f,
-                "{} contains invalid percent-encoding `{escape}`",
-                part.name()
-            ),
-            ResourceRejection::EncodedControl { part, escape } => write!(
-                f,
-                "{} contains an encoded control character `{escape}`",
-                part.name()
-            ),
-            ResourceRejection::NotUtf8 { part, text } => write!(
-                f,
-                "{} component `{text}` does not percent-decode to utf-8",
-                part.name()
-            ),
-            ResourceRejection::NotNormalized { segment, code } => {
-                let problem = SegmentProblem::NotNfkc(code.and_then(char::from_u32));
-                write!(f, "path segment `{segment}` {}", problem.describe())
-            }
-            ResourceRejection::DotsAndSpaces { segment } => write!(
-                f,
-                "path segment `{segment}` {}",
-                SegmentProblem::DotsAndSpaces.describe()
-            ),
-            ResourceRejection::TrailingDotOrSpace { segment } => write!(
-                f,
-                "path segment `{segment}` {}",
-                SegmentProblem::TrailingDotOrSpace.describe()
-            ),
-            ResourceRejection::LeadingSpace { segment } => write!(
-                f,
-                "path segment `{segment}` {}",
-                SegmentProblem::LeadingSpace.describe()
-            ),
-            ResourceRejection::DoubleEncoding { part, text, escape } => write!(
-                f,
-                "{} component `{text}` percent-decodes to another escape `{escape}` (double encoding)",
-                part.name()
-            ),
-            ResourceRejection::QuerySemicolon { query } => write!(
-                f,
-                "query `{query}` contains a `;`, which some servers read as a parameter separator"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ResourceRejection {}
 
 impl ResourceRejection {
     fn from_decode(problem: DecodeProblem, part: ResourcePart, text: &str) -> Self {

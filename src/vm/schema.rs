@@ -36,7 +36,7 @@ pub use format::is_valid_format;
 const CACHED: usize = 8;
 
 /// Longest quoted instance value in a message, in characters.
-const QUOTE_LIMIT: usize = 64;
+const QUOTED_CHARS: usize = 64;
 
 /// Arrays of at most this many items have `uniqueItems` checked pair by pair, allocating
 /// nothing; longer ones by hashing ([`Eval::first_equal_items`]).
@@ -62,48 +62,33 @@ pub struct SchemaViolation {
 
 /// Validation stopped at a limit before it reached an answer. The engine refuses such a request
 /// (reason `input`, SPEC §7): the payload broke a limit, which says nothing about the schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaLimit {
     /// Nested deeper than [`SchemaProgram::depth_limit`] levels.
+    #[error("schema validation nested deeper than the limit of {0} levels")]
     Depth(u32),
     /// Needed more than [`SchemaProgram::step_limit`] steps.
+    #[error("schema validation needed more than the limit of {0} steps")]
     Steps(u64),
     /// A `pattern` or `patternProperties` match would take the request past its regex work
     /// (`Limits::max_regex_work`, this limit).
+    #[error("schema validation needed more than the request's regex work limit of {0} byte-states")]
     RegexWork(u64),
     /// A node id outside the arena: an internal invariant broke (never expected).
+    #[error("schema program is malformed")]
     BrokenProgram,
-}
-
-impl std::fmt::Display for SchemaLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SchemaLimit::Depth(limit) => write!(
-                f,
-                "schema validation nested deeper than the limit of {limit} levels"
-            ),
-            SchemaLimit::Steps(limit) => write!(
-                f,
-                "schema validation needed more than the limit of {limit} steps"
-            ),
-            SchemaLimit::RegexWork(limit) => write!(
-                f,
-                "schema validation needed more than the request's regex work limit of {limit} \
-                 byte-states"
-            ),
-            SchemaLimit::BrokenProgram => f.write_str("schema program is malformed"),
-        }
-    }
 }
 
 /// Why [`validate`] refused the instance instead of answering: the engine refuses the request
 /// (reason `input`), under `not` and `any` too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// Validation stopped at a limit.
+    #[error(transparent)]
     Limit(SchemaLimit),
     /// A name the schema reads is absent and the object has a case variant of it
     /// (`Limits::refuse_case_variant_reads`).
+    #[error("a member's name differs only by case from one the schema reads")]
     CaseVariant(CaseVariant),
 }
 
@@ -116,17 +101,6 @@ impl Refused {
             Abort::BrokenProgram => SchemaLimit::BrokenProgram,
             Abort::CaseVariant => return Refused::CaseVariant(CaseVariant),
         })
-    }
-}
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refused::Limit(limit) => limit.fmt(f),
-            Refused::CaseVariant(CaseVariant) => {
-                f.write_str("a member's name differs only by case from one the schema reads")
-            }
-        }
     }
 }
 
@@ -304,8 +278,8 @@ impl<'a, 'r: 'a, J: Json<'r>> Instance<'a, J> {
 
     fn quoted(self) -> String {
         match self {
-            Instance::Value(v) => v.describe(QUOTE_LIMIT),
-            Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTE_LIMIT),
+            Instance::Value(v) => v.describe(QUOTED_CHARS),
+            Instance::Name(s) => truncate_for_message(&Value::String(s.to_owned()), QUOTED_CHARS),
         }
     }
 
@@ -574,7 +548,7 @@ impl<R: Report> Eval<'_, R> {
             (Some(SchemaNode::Never), _) => {
                 self.step()?;
                 self.report.fail(keyword, || match step {
-                    Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTE_LIMIT)),
+                    Step::Key(k) => format!("`{}` is not allowed", truncate_str(k, QUOTED_CHARS)),
                     Step::Index(i) => format!("item {i} is not allowed"),
                 });
                 false
@@ -626,7 +600,7 @@ impl<R: Report> Eval<'_, R> {
                 "enum",
                 "value `{}` is not one of {}",
                 instance.quoted(),
-                truncate_for_message(&Value::Array(values.clone()), QUOTE_LIMIT)
+                truncate_for_message(&Value::Array(values.clone()), QUOTED_CHARS)
             );
         }
         if let Some(expected) = &schema.const_value {
@@ -638,7 +612,7 @@ impl<R: Report> Eval<'_, R> {
                 instance.equals(expected),
                 "const",
                 "expected `{}`, found `{}`",
-                truncate_for_message(expected, QUOTE_LIMIT),
+                truncate_for_message(expected, QUOTED_CHARS),
                 instance.quoted()
             );
         }
@@ -927,7 +901,7 @@ impl<R: Report> Eval<'_, R> {
                 member.is_some(),
                 "required",
                 "missing required property `{}`",
-                truncate_str(name, QUOTE_LIMIT)
+                truncate_str(name, QUOTED_CHARS)
             );
         }
         let count = u64::try_from(members.len()).unwrap_or(u64::MAX);
@@ -958,8 +932,8 @@ impl<R: Report> Eval<'_, R> {
                         present,
                         "dependentRequired",
                         "missing property `{}`, required when `{}` is present",
-                        truncate_str(dependent, QUOTE_LIMIT),
-                        truncate_str(name, QUOTE_LIMIT)
+                        truncate_str(dependent, QUOTED_CHARS),
+                        truncate_str(name, QUOTED_CHARS)
                     );
                 }
             }
@@ -979,7 +953,7 @@ impl<R: Report> Eval<'_, R> {
                         valid,
                         "propertyNames",
                         "property name `{}` is not allowed by `propertyNames`",
-                        truncate_str(&name, QUOTE_LIMIT)
+                        truncate_str(&name, QUOTED_CHARS)
                     );
                 }
             } else {
@@ -1128,7 +1102,7 @@ impl<R: Report> Eval<'_, R> {
 }
 
 fn quote_str(text: &str) -> String {
-    truncate_for_message(&Value::String(text.to_owned()), QUOTE_LIMIT)
+    truncate_for_message(&Value::String(text.to_owned()), QUOTED_CHARS)
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub(super) struct Stop {
 ))]
 mod vector {
     use super::Stop;
-    use crate::tape::usize_from;
+    use crate::convert::usize_from;
 
     /// The first special byte of `block`, one branch when there is none.
     #[inline(always)]
@@ -111,7 +111,7 @@ mod vector {
 )]
 mod words {
     use super::Stop;
-    use crate::tape::usize_from;
+    use crate::convert::usize_from;
 
     /// `0x01` in every byte of a `u64`.
     const ONES: u64 = 0x0101_0101_0101_0101;

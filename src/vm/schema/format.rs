@@ -327,8 +327,19 @@ fn is_atext(b: u8) -> bool {
         )
 }
 
-/// RFC 5321 `Mailbox`: a dot-atom or quoted-string local part (at most 64 bytes), `@`, and a
-/// hostname or an `[IPv4]` / `[IPv6:...]` address literal.
+/// The longest local part of a mailbox, in bytes (RFC 5321 §4.5.3.1.1).
+const LOCAL_PART_BYTES: usize = 64;
+
+/// The longest DNS label, in bytes (RFC 1035 §2.3.4). A 63-byte A-label decodes to at most 63
+/// code points, so a U-label fits a buffer of this many characters.
+const LABEL_BYTES: usize = 63;
+
+/// The longest host name, in bytes: 255 octets on the wire (RFC 1035 §2.3.4) are 253 characters
+/// of dotted text without the trailing dot.
+const HOST_NAME_BYTES: usize = 253;
+
+/// RFC 5321 `Mailbox`: a dot-atom or quoted-string local part (at most [`LOCAL_PART_BYTES`]),
+/// `@`, and a hostname or an `[IPv4]` / `[IPv6:...]` address literal.
 fn is_email(text: &str) -> bool {
     let b = text.as_bytes();
     let local_end = if b.first() == Some(&b'"') {
@@ -356,7 +367,7 @@ fn is_email(text: &str) -> bool {
         }
         end
     };
-    if local_end > 64 || b.get(local_end) != Some(&b'@') {
+    if local_end > LOCAL_PART_BYTES || b.get(local_end) != Some(&b'@') {
         return false;
     }
     let Some(domain) = text.get(local_end + 1..) else {
@@ -375,13 +386,13 @@ fn is_email(text: &str) -> bool {
 /// bytes, at most 253 bytes in all, no trailing dot. A label starting with `xn--` must be a
 /// valid IDNA2008 A-label.
 fn is_hostname(text: &str) -> bool {
-    if text.is_empty() || text.len() > 253 {
+    if text.is_empty() || text.len() > HOST_NAME_BYTES {
         return false;
     }
     text.split('.').all(|label| {
         let b = label.as_bytes();
         let ldh = !b.is_empty()
-            && b.len() <= 63
+            && b.len() <= LABEL_BYTES
             && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
             && b.first() != Some(&b'-')
             && b.last() != Some(&b'-');
@@ -394,11 +405,8 @@ fn is_hostname(text: &str) -> bool {
     })
 }
 
-/// Longest U-label a 63-byte A-label can decode to.
-const MAX_U_LABEL: usize = 63;
-
 /// Decodes RFC 3492 Punycode into `out`; returns the number of code points.
-fn punycode_decode(input: &str, out: &mut [char; MAX_U_LABEL]) -> Option<usize> {
+fn punycode_decode(input: &str, out: &mut [char; LABEL_BYTES]) -> Option<usize> {
     const BASE: u32 = 36;
     const T_MIN: u32 = 1;
     const T_MAX: u32 = 26;
@@ -446,7 +454,7 @@ fn punycode_decode(input: &str, out: &mut [char; MAX_U_LABEL]) -> Option<usize> 
         n = n.checked_add(i / count)?;
         i %= count;
         let at = usize::try_from(i).ok()?;
-        if len >= MAX_U_LABEL || at > len {
+        if len >= LABEL_BYTES || at > len {
             return None;
         }
         out.copy_within(at..len, at + 1);
@@ -520,7 +528,7 @@ const VIRAMAS: [u32; 66] = [
 /// exception table) or satisfies its CONTEXTJ/CONTEXTO rule. The Bidi rule (RFC 5893) is not
 /// checked.
 fn is_a_label_body(body: &str) -> bool {
-    let mut buffer = ['\0'; MAX_U_LABEL];
+    let mut buffer = ['\0'; LABEL_BYTES];
     let Some(len) = punycode_decode(body, &mut buffer) else {
         return false;
     };
@@ -648,7 +656,7 @@ mod tests {
 
     #[test]
     fn punycode_decodes_known_labels() {
-        let mut buf = ['\0'; MAX_U_LABEL];
+        let mut buf = ['\0'; LABEL_BYTES];
         let n = punycode_decode("mnchen-3ya", &mut buf).unwrap();
         assert_eq!(buf[..n].iter().collect::<String>(), "münchen");
         assert!(punycode_decode("X", &mut buf).is_none());

@@ -210,8 +210,10 @@ const FIELDS: [&str; 11] = [
 /// The fields that hold JSON documents a test may set members of.
 const DOCUMENTS: [&str; 3] = ["payload", "agent", "context"];
 
-/// Most identical calls one line may make.
-pub const MAX_TIMES: u32 = 10_000;
+/// Most identical calls one `expect ... N times` line may make: derived from the limits, enough
+/// to fill the largest sliding window a policy may declare
+/// ([`capgate::limits::MAX_SLIDING_WINDOW`]), so that the next line can test the call after it.
+pub const TIMES_BOUND: u64 = capgate::limits::MAX_SLIDING_WINDOW;
 
 /// The constraint named `name` on the wire (`fieldMatches`, `unknownSkill`, ...).
 pub fn reason_kind(name: &str) -> Option<ReasonKind> {
@@ -536,160 +538,191 @@ fn statement(lines: &[&str], index: usize, number: usize) -> Result<(Step, usize
     }
 }
 
+/// Parses a step line (`tokens` start with one of [`STEPS`]).
 fn step(tokens: &[Token], line: usize) -> Result<Step, Problem> {
     let Some((keyword, args)) = tokens.split_first() else {
         return Err(problem(line, 1, "expected a step"));
     };
-    let end_column = tokens
-        .last()
-        .map_or(1, |t| t.column + t.raw.chars().count());
-    let missing = |what: &str| problem(line, end_column, format!("expected {what}"));
-    let extra = |args: &[Token]| match args.first() {
-        Some(token) => Err(problem(
-            line,
-            token.column,
-            format!("unexpected `{}`", token.raw),
-        )),
-        None => Ok(()),
+    let at = StepAt {
+        line,
+        end_column: tokens
+            .last()
+            .map_or(1, |t| t.column + t.raw.chars().count()),
     };
     match keyword.raw.as_str() {
-        "expect" => expectation(args, line, end_column),
-        "call" => {
-            let (times, rest) = times(args, line)?;
-            extra(rest)?;
-            Ok(Step::Call {
-                times,
-                expect: None,
-            })
-        }
-        "advance" => {
-            let [duration, rest @ ..] = args else {
-                return Err(missing("a duration such as `30s` or `1h30m`"));
-            };
-            let text = duration.word(line)?;
-            capgate::parse_duration(&text).map_err(|e| problem(line, duration.column, e))?;
-            extra(rest)?;
-            Ok(Step::Advance(text))
-        }
-        "begin" | "end" => {
-            let [tx, rest @ ..] = args else {
-                return Err(missing("a transaction name"));
-            };
-            extra(rest)?;
-            let tx = tx.word(line)?;
-            Ok(if keyword.raw == "begin" {
-                Step::Begin(tx)
-            } else {
-                Step::End(tx)
-            })
-        }
-        "grant" => {
-            let [target, rest @ ..] = args else {
-                return Err(missing("a capability: `grant [SKILL/]CAPABILITY`"));
-            };
-            let (skill, capability) = qualified(&target.word(line)?);
-            let (mut token, mut transaction) = (None, None);
-            let mut rest = rest;
-            while let [word, value, tail @ ..] = rest {
-                match word.raw.as_str() {
-                    "as" if token.is_none() => token = Some(value.word(line)?),
-                    "in" if transaction.is_none() => transaction = Some(value.word(line)?),
-                    _ => {
-                        return Err(problem(
-                            line,
-                            word.column,
-                            format!("unexpected `{}`: expected `as TOKEN` or `in TX`", word.raw),
-                        ));
-                    }
-                }
-                rest = tail;
-            }
-            if let [word] = rest {
-                return Err(problem(
-                    line,
-                    word.column,
-                    format!("unexpected `{}`: expected `as TOKEN` or `in TX`", word.raw),
-                ));
-            }
-            Ok(Step::Grant {
-                skill,
-                capability,
-                token,
-                transaction,
-            })
-        }
-        "revoke" => {
-            let [kind, rest @ ..] = args else {
-                return Err(missing(
-                    "`grant TOKEN`, `skill [SKILL]` or `capability CAPABILITY`",
-                ));
-            };
-            let revocation = match (kind.raw.as_str(), rest) {
-                ("grant", [token, rest @ ..]) => {
-                    extra(rest)?;
-                    Revocation::Grant(token.word(line)?)
-                }
-                ("skill", rest) => {
-                    let (skill, rest) = match rest.split_first() {
-                        Some((skill, rest)) => (Some(skill.word(line)?), rest),
-                        None => (None, rest),
-                    };
-                    extra(rest)?;
-                    Revocation::Skill(skill)
-                }
-                ("capability", [target, rest @ ..]) => {
-                    extra(rest)?;
-                    let (skill, capability) = qualified(&target.word(line)?);
-                    Revocation::Capability { skill, capability }
-                }
-                ("grant", []) => return Err(missing("a grant token")),
-                ("capability", []) => return Err(missing("a capability")),
-                _ => {
-                    return Err(problem(
-                        line,
-                        kind.column,
-                        format!(
-                            "cannot revoke `{}`: expected `grant`, `skill` or `capability`",
-                            kind.raw
-                        ),
-                    ));
-                }
-            };
-            Ok(Step::Revoke(revocation))
-        }
-        "approve" => {
-            let (skill, rest) = match args.split_first() {
-                Some((skill, rest)) => (Some(skill.word(line)?), rest),
-                None => (None, args),
-            };
-            extra(rest)?;
-            Ok(Step::Approve { skill })
-        }
-        "unset" => {
-            let [target, rest @ ..] = args else {
-                return Err(missing("a request field such as `payload.summary`"));
-            };
-            extra(rest)?;
-            let mut cursor = Cursor::new(&target.raw, line, target.column);
-            let parsed = cursor.target()?;
-            if let Some(c) = cursor.peek() {
-                return Err(cursor.error(format!("unexpected `{c}` in the field path")));
-            }
-            if parsed.field == "time" {
-                return Err(problem(
-                    line,
-                    target.column,
-                    "`time` is the session clock and cannot be unset",
-                ));
-            }
-            Ok(Step::Unset(parsed))
-        }
+        "expect" => expectation(args, line, at.end_column),
+        "call" => call_step(args, at),
+        "advance" => advance_step(args, at),
+        "begin" => Ok(Step::Begin(transaction_name(args, at)?)),
+        "end" => Ok(Step::End(transaction_name(args, at)?)),
+        "grant" => grant_step(args, at),
+        "revoke" => Ok(Step::Revoke(revocation(args, at)?)),
+        "approve" => approve_step(args, at),
+        "unset" => unset_step(args, at),
         other => Err(problem(
             line,
             keyword.column,
             format!("unknown step `{other}`"),
         )),
     }
+}
+
+/// Where a step is, for its problems: its line, and the column just past its last token.
+#[derive(Debug, Clone, Copy)]
+struct StepAt {
+    line: usize,
+    end_column: usize,
+}
+
+impl StepAt {
+    /// `expected WHAT`, at the end of the line.
+    fn missing(self, what: &str) -> Problem {
+        problem(self.line, self.end_column, format!("expected {what}"))
+    }
+
+    /// Ok when `args` is empty; otherwise the first of them is unexpected.
+    fn no_more(self, args: &[Token]) -> Result<(), Problem> {
+        match args.first() {
+            Some(token) => Err(problem(
+                self.line,
+                token.column,
+                format!("unexpected `{}`", token.raw),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `call [N times]`.
+fn call_step(args: &[Token], at: StepAt) -> Result<Step, Problem> {
+    let (times, rest) = times(args, at.line)?;
+    at.no_more(rest)?;
+    Ok(Step::Call {
+        times,
+        expect: None,
+    })
+}
+
+/// `advance DURATION`.
+fn advance_step(args: &[Token], at: StepAt) -> Result<Step, Problem> {
+    let [duration, rest @ ..] = args else {
+        return Err(at.missing("a duration such as `30s` or `1h30m`"));
+    };
+    let text = duration.word(at.line)?;
+    capgate::parse_duration(&text).map_err(|e| problem(at.line, duration.column, e))?;
+    at.no_more(rest)?;
+    Ok(Step::Advance(text))
+}
+
+/// The `TX` of `begin TX` and `end TX`.
+fn transaction_name(args: &[Token], at: StepAt) -> Result<String, Problem> {
+    let [tx, rest @ ..] = args else {
+        return Err(at.missing("a transaction name"));
+    };
+    at.no_more(rest)?;
+    tx.word(at.line)
+}
+
+/// `grant [SKILL/]CAPABILITY [as TOKEN] [in TX]`, the two clauses in either order.
+fn grant_step(args: &[Token], at: StepAt) -> Result<Step, Problem> {
+    let [target, rest @ ..] = args else {
+        return Err(at.missing("a capability: `grant [SKILL/]CAPABILITY`"));
+    };
+    let (skill, capability) = qualified(&target.word(at.line)?);
+    let unexpected = |word: &Token| {
+        problem(
+            at.line,
+            word.column,
+            format!("unexpected `{}`: expected `as TOKEN` or `in TX`", word.raw),
+        )
+    };
+    let (mut token, mut transaction) = (None, None);
+    let mut rest = rest;
+    while let [word, value, tail @ ..] = rest {
+        match word.raw.as_str() {
+            "as" if token.is_none() => token = Some(value.word(at.line)?),
+            "in" if transaction.is_none() => transaction = Some(value.word(at.line)?),
+            _ => return Err(unexpected(word)),
+        }
+        rest = tail;
+    }
+    if let [word] = rest {
+        return Err(unexpected(word));
+    }
+    Ok(Step::Grant {
+        skill,
+        capability,
+        token,
+        transaction,
+    })
+}
+
+/// What `revoke grant TOKEN`, `revoke skill [SKILL]` or `revoke capability [SKILL/]CAPABILITY`
+/// revokes.
+fn revocation(args: &[Token], at: StepAt) -> Result<Revocation, Problem> {
+    let [kind, rest @ ..] = args else {
+        return Err(at.missing("`grant TOKEN`, `skill [SKILL]` or `capability CAPABILITY`"));
+    };
+    match (kind.raw.as_str(), rest) {
+        ("grant", [token, rest @ ..]) => {
+            at.no_more(rest)?;
+            Ok(Revocation::Grant(token.word(at.line)?))
+        }
+        ("skill", rest) => {
+            let (skill, rest) = match rest.split_first() {
+                Some((skill, rest)) => (Some(skill.word(at.line)?), rest),
+                None => (None, rest),
+            };
+            at.no_more(rest)?;
+            Ok(Revocation::Skill(skill))
+        }
+        ("capability", [target, rest @ ..]) => {
+            at.no_more(rest)?;
+            let (skill, capability) = qualified(&target.word(at.line)?);
+            Ok(Revocation::Capability { skill, capability })
+        }
+        ("grant", []) => Err(at.missing("a grant token")),
+        ("capability", []) => Err(at.missing("a capability")),
+        _ => Err(problem(
+            at.line,
+            kind.column,
+            format!(
+                "cannot revoke `{}`: expected `grant`, `skill` or `capability`",
+                kind.raw
+            ),
+        )),
+    }
+}
+
+/// `approve [SKILL]`.
+fn approve_step(args: &[Token], at: StepAt) -> Result<Step, Problem> {
+    let (skill, rest) = match args.split_first() {
+        Some((skill, rest)) => (Some(skill.word(at.line)?), rest),
+        None => (None, args),
+    };
+    at.no_more(rest)?;
+    Ok(Step::Approve { skill })
+}
+
+/// `unset FIELD.path`: any request field but `time`, the session clock.
+fn unset_step(args: &[Token], at: StepAt) -> Result<Step, Problem> {
+    let [target, rest @ ..] = args else {
+        return Err(at.missing("a request field such as `payload.summary`"));
+    };
+    at.no_more(rest)?;
+    let mut cursor = Cursor::new(&target.raw, at.line, target.column);
+    let parsed = cursor.target()?;
+    if let Some(c) = cursor.peek() {
+        return Err(cursor.error(format!("unexpected `{c}` in the field path")));
+    }
+    if parsed.field == "time" {
+        return Err(problem(
+            at.line,
+            target.column,
+            "`time` is the session clock and cannot be unset",
+        ));
+    }
+    Ok(Step::Unset(parsed))
 }
 
 /// `SKILL/CAPABILITY` or `CAPABILITY`.
@@ -708,13 +741,13 @@ fn times(args: &[Token], line: usize) -> Result<(u32, &[Token]), Problem> {
                 .raw
                 .parse::<u32>()
                 .ok()
-                .filter(|n| (1..=MAX_TIMES).contains(n))
+                .filter(|&n| (1..=TIMES_BOUND).contains(&u64::from(n)))
                 .ok_or_else(|| {
                     problem(
                         line,
                         count.column,
                         format!(
-                            "`{}` is not a number of calls between 1 and {MAX_TIMES}",
+                            "`{}` is not a number of calls between 1 and {TIMES_BOUND}",
                             count.raw
                         ),
                     )
@@ -1302,6 +1335,55 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_step_is_an_error_at_its_place() {
+        let cases = [
+            ("call extra 2 times", 6, "unexpected `extra`"),
+            ("advance", 8, "expected a duration such as `30s` or `1h30m`"),
+            ("advance 1h extra", 12, "unexpected `extra`"),
+            ("begin", 6, "expected a transaction name"),
+            ("end tx extra", 8, "unexpected `extra`"),
+            (
+                "grant",
+                6,
+                "expected a capability: `grant [SKILL/]CAPABILITY`",
+            ),
+            (
+                "grant c as g as h",
+                14,
+                "unexpected `as`: expected `as TOKEN` or `in TX`",
+            ),
+            (
+                "grant c in",
+                9,
+                "unexpected `in`: expected `as TOKEN` or `in TX`",
+            ),
+            (
+                "revoke",
+                7,
+                "expected `grant TOKEN`, `skill [SKILL]` or `capability CAPABILITY`",
+            ),
+            ("revoke grant", 13, "expected a grant token"),
+            ("revoke capability", 18, "expected a capability"),
+            ("revoke skill s extra", 16, "unexpected `extra`"),
+            (
+                "revoke token t",
+                8,
+                "cannot revoke `token`: expected `grant`, `skill` or `capability`",
+            ),
+            ("approve s extra", 11, "unexpected `extra`"),
+            (
+                "unset",
+                6,
+                "expected a request field such as `payload.summary`",
+            ),
+        ];
+        for (step, column, message) in cases {
+            let found = error(&format!("[case c]\n{step}\n"));
+            assert_eq!(found, (2, column, message.to_owned()), "{step}");
+        }
+    }
+
+    #[test]
     fn a_dangling_at_is_an_error() {
         let (line, _, message) = error("[case c]\nexpect deny at\n");
         assert_eq!(line, 2);
@@ -1313,6 +1395,24 @@ mod tests {
         let (_, column, message) = error("[case c]\nexpect allow 0 times\n");
         assert_eq!(column, 14);
         assert!(message.contains("between 1 and 10000"));
+    }
+
+    #[test]
+    fn times_reach_the_largest_sliding_window_and_no_further() {
+        let largest = capgate::limits::MAX_SLIDING_WINDOW;
+        let steps = only_case(&format!("[case c]\nexpect allow {largest} times\n"));
+        assert!(
+            matches!(steps[..], [Step::Call { times, .. }] if u64::from(times) == largest),
+            "{steps:?}"
+        );
+        let (_, _, message) = error(&format!("[case c]\nexpect allow {} times\n", largest + 1));
+        assert_eq!(
+            message,
+            format!(
+                "`{}` is not a number of calls between 1 and {largest}",
+                largest + 1
+            )
+        );
     }
 
     #[test]

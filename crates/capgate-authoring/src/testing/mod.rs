@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 pub use coverage::{CapabilityCoverage, ConstraintCoverage, Coverage};
 pub use format::{Case, Expectation, Line, Step, TestFile, TestFileError, parse};
 
+use capgate::bounded::Descend;
 use capgate::engine::{CandidateTrace, Decision, PolicyLoader, PolicySet};
 use capgate::limits::Limits;
 
@@ -162,33 +163,7 @@ pub fn is_test_file(path: &Path) -> bool {
 /// Every test file under `dir`, recursively, in name order. Hidden directories and `target`
 /// are skipped.
 pub fn discover(dir: &Path) -> Vec<PathBuf> {
-    // Each directory once, however symlinks reach it (regression: a link to `.` looped forever).
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut std::collections::HashSet<PathBuf>) {
-        let Ok(real) = std::fs::canonicalize(dir) else {
-            return;
-        };
-        if !seen.insert(real) {
-            return;
-        }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if !name.starts_with('.') && name != "target" {
-                    walk(&path, out, seen);
-                }
-            } else if is_test_file(&path) {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, &mut out, &mut std::collections::HashSet::new());
-    out.sort();
-    out
+    capgate::bounded::files_under(dir, Descend::SkipHiddenAndTarget, is_test_file)
 }
 
 /// Loads the policies under `dir` (every `.cap` and JSON manifest, recursively).

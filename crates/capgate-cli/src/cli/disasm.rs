@@ -28,46 +28,52 @@ pub fn run(args: DisasmArgs) -> u8 {
         Ok(policy) => policy,
         Err(code) => return code,
     };
-    // Names, locators and verbs are policy text: escaped as the listing is.
-    let shown = |text: &str| escape_controls(text).into_owned();
     for skill in &policy.skills {
         outln!(
             "skill `{}` (revision {})",
-            shown(&skill.name),
+            escape_controls(&skill.name),
             skill.revision
         );
         for capability in &skill.capabilities {
-            outln!(
-                "\ncapability `{}`: {} {} [{}]",
-                shown(&capability.name),
-                capability.resource.kind().name(),
-                shown(capability.resource.locator()),
-                shown(
-                    &capability
-                        .operations
-                        .iter()
-                        .map(|o| &**o)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            );
-            out!("{}", disassemble(capability.program.program()));
-            out!("{}", disassemble_plan(capability.program.plan()));
-            for limit in &capability.rate_limits {
-                outln!(
-                    "  then  rateLimit {}",
-                    shown(&rate_limit(capability, limit))
-                );
-            }
+            outln!();
+            print_capability(capability);
         }
         outln!();
     }
     EXIT_OK
 }
 
+/// A capability's one-line summary, as `capgate disasm` and the REPL's `:policies` and
+/// `:disasm` print it: `capability `send`: service outboundGateway [use]`. Names, locators and
+/// verbs are policy text, escaped as the listing is.
+pub(super) fn summary(capability: &CompiledCapability) -> String {
+    let operations: Vec<&str> = capability.operations.iter().map(|o| &**o).collect();
+    format!(
+        "capability `{}`: {} {} [{}]",
+        escape_controls(&capability.name),
+        capability.resource.kind().name(),
+        escape_controls(capability.resource.locator()),
+        escape_controls(&operations.join(", "))
+    )
+}
+
+/// Prints a capability's summary, its bytecode, the plan of its checks and the rate limits that
+/// run after them.
+pub(super) fn print_capability(capability: &CompiledCapability) {
+    outln!("{}", summary(capability));
+    out!("{}", disassemble(capability.program.program()));
+    out!("{}", disassemble_plan(capability.program.plan()));
+    for limit in &capability.rate_limits {
+        outln!(
+            "  then  rateLimit {}",
+            escape_controls(&rate_limit(capability, limit))
+        );
+    }
+}
+
 /// A rate limit as the engine enforces it, written from its fields (`10 per 1m burst 20 by
 /// agent.id`), not from the text stored beside them.
-pub(super) fn rate_limit(capability: &CompiledCapability, limit: &RateLimitSpec) -> String {
+fn rate_limit(capability: &CompiledCapability, limit: &RateLimitSpec) -> String {
     let per = u64::try_from(limit.per.as_nanos()).map_or_else(
         |_| format!("{:?}", limit.per),
         |nanos| format_duration(Duration { nanos }),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use capgate::Limits;
-use capgate::bounded::ByteLimit;
+use capgate::bounded::{ByteLimit, Descend, files_under};
 use capgate::span::SourceMap;
 use capgate_authoring::format::{FormatError, format_cap};
 
@@ -29,8 +29,9 @@ pub fn run(args: FmtArgs) -> u8 {
     let mut failed = false;
     for path in &args.files {
         if path.is_dir() {
-            let mut found = Vec::new();
-            collect_cap_files(path, &mut found);
+            let found = files_under(path, Descend::Everywhere, |file| {
+                file.extension().is_some_and(|e| e == "cap")
+            });
             // Only regular files from a walk are opened: a FIFO would block, a device not end.
             for file in found {
                 match capgate::bounded::regular_file(&file) {
@@ -109,20 +110,4 @@ fn format_file(path: &Path, check: bool) -> Result<bool, ()> {
         return Err(());
     }
     Ok(true)
-}
-
-/// Every `.cap` file under a directory, recursively, in name order.
-fn collect_cap_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        if path.is_dir() {
-            collect_cap_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "cap") {
-            out.push(path);
-        }
-    }
 }

@@ -67,6 +67,24 @@ fn fmt_rewrites_in_place_and_then_check_passes() {
     assert_eq!(code(&output), 0, "{}", stdout(&output));
 }
 
+/// `capgate fmt DIR` walks as the loader does: each directory once, so a link back to `.`
+/// neither loops nor names a file twice.
+#[cfg(unix)]
+#[test]
+fn fmt_of_a_directory_visits_each_file_once_through_symlinks() {
+    let dir = temp_dir();
+    write(&dir, "p.cap", CRAMPED);
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    let output = capgate(&["fmt", "--check", dir.to_str().unwrap()]);
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output).matches("would reformat").count(),
+        1,
+        "{}",
+        stdout(&output)
+    );
+}
+
 #[test]
 fn fmt_refuses_an_invalid_policy_with_exit_2_and_leaves_it_alone() {
     let dir = temp_dir();
@@ -343,7 +361,7 @@ fn regression_convert_refuses_a_regex_cap_cannot_hold_and_only_that() {
 
 /// Found in review: each human-format report re-read the file from the start to find its line,
 /// so 8,000 errors on a 112 KB file took 26 s to print (JSON: 0.3 s). The human format prints
-/// the first `MAX_HUMAN_REPORTS` (50) and counts the rest; JSON prints all.
+/// the first `HUMAN_REPORTS_SHOWN` (50) and counts the rest; JSON prints all.
 #[test]
 fn regression_human_reports_stop_at_fifty_and_count_the_rest() {
     let dir = temp_dir();

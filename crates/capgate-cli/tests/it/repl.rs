@@ -733,6 +733,29 @@ fn approval_unlocks_an_elevated_capability() {
 
 // --- disasm and bad input -------------------------------------------------------------------
 
+/// `:disasm` prints a capability as `capgate disasm` does, from its summary line (operations
+/// included) to its rate limits.
+#[test]
+fn disasm_prints_what_capgate_disasm_prints() {
+    let dir = temp_dir();
+    let policy = policy_file(&dir);
+    let output = capgate()
+        .args(["disasm", policy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&output.stdout).into_owned();
+    let start = listing.find("capability `send`:").unwrap();
+    let end = start + listing[start..].find("\n\n").unwrap() + 1;
+    let send = &listing[start..end];
+    assert!(
+        send.starts_with("capability `send`: service outboundGateway [use]\n")
+            && send.ends_with("  then  rateLimit 2 per 1m\n"),
+        "{send}"
+    );
+    let run = repl_with(&["-p", policy.to_str().unwrap()], b":disasm mail send\n");
+    assert_contains(&run.stdout, send);
+}
+
 #[test]
 fn disasm_prints_a_capabilitys_bytecode() {
     let run = repl(":disasm mail send\n:disasm mail\n:disasm nope send\n:disasm mail nope\n");

@@ -387,18 +387,9 @@ impl Repl {
                 self.style.dim(&format!("({})", shown(&origin)))
             );
             for capability in &skill.capabilities {
-                let operations = capability
-                    .operations
-                    .iter()
-                    .map(|o| &**o)
-                    .collect::<Vec<_>>()
-                    .join(", ");
                 outln!(
-                    "  capability `{}`: {} {} [{}], lifetime {}",
-                    shown(&capability.name),
-                    capability.resource.kind().name(),
-                    shown(capability.resource.locator()),
-                    shown(&operations),
+                    "  {}, lifetime {}",
+                    crate::cli::disasm::summary(capability),
                     lifetime_text(capability.lifetime)
                 );
             }
@@ -421,26 +412,7 @@ impl Repl {
             ));
             return;
         };
-        outln!(
-            "capability `{}`: {} {}",
-            shown(&capability.name),
-            capability.resource.kind().name(),
-            shown(capability.resource.locator())
-        );
-        out!(
-            "{}",
-            capgate::bytecode::disasm::disassemble(capability.program.program())
-        );
-        out!(
-            "{}",
-            capgate::bytecode::disasm::disassemble_plan(capability.program.plan())
-        );
-        for limit in &capability.rate_limits {
-            outln!(
-                "  then  rateLimit {}",
-                shown(&crate::cli::disasm::rate_limit(capability, limit))
-            );
-        }
+        crate::cli::disasm::print_capability(capability);
     }
 
     // --- request parts and clock ------------------------------------------------------------
