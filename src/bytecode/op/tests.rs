@@ -1,4 +1,4 @@
-//! The instruction table against itself and the `.capc` encoding.
+//! The instruction table against itself, the `.capc` encoding and `docs/bytecode.md`.
 
 use std::collections::HashSet;
 
@@ -170,5 +170,46 @@ fn effects_follow_the_table() {
         if op.is_test() {
             assert_eq!((effect.pops, effect.pushes, effect.terminal), (0, 1, false));
         }
+    }
+}
+/// The operands column of `docs/bytecode.md`: each field, with its kind when the name differs.
+fn documented_operands(instruction: &Instruction) -> String {
+    let operands: Vec<String> = instruction
+        .operands
+        .iter()
+        .map(|&(name, kind)| {
+            if name == kind {
+                name.to_owned()
+            } else {
+                format!("{name} ({kind})")
+            }
+        })
+        .collect();
+    operands.join(", ")
+}
+
+#[test]
+fn docs_list_every_instruction_as_the_table_defines_it() {
+    let docs = include_str!("../../../docs/bytecode.md");
+    let rows = docs
+        .lines()
+        .filter(|line| line.starts_with("| `0x"))
+        .collect::<Vec<_>>();
+    assert_eq!(rows.len(), INSTRUCTIONS.len(), "{rows:#?}");
+    let mut sorted = INSTRUCTIONS.to_vec();
+    sorted.sort_by_key(|i| i.opcode);
+    for (row, instruction) in rows.iter().zip(&sorted) {
+        let expected = format!(
+            "| `{:#04x}` | `{}` | {} | {} → {} |",
+            instruction.opcode,
+            instruction.mnemonic,
+            documented_operands(instruction),
+            instruction.pops,
+            instruction.pushes
+        );
+        assert!(
+            row.starts_with(&expected),
+            "docs/bytecode.md has\n{row}\nwhere the table gives\n{expected}"
+        );
     }
 }
