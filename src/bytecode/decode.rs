@@ -31,15 +31,13 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde_json::{Map, Number, Value};
 
-use super::encode::{
-    FORMAT_VERSION, MAGIC, MAX_VALUE_DEPTH, fnv1a64, number_tag, opcode, value_tag,
-};
+use super::encode::{FORMAT_VERSION, MAGIC, MAX_VALUE_DEPTH, fnv1a64, number_tag, value_tag};
 use super::index::{
     BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
     WindowIdx,
 };
 use super::matcher::{BuildError, Matcher, MatcherCache};
-use super::op::Op;
+use super::op::{Op, OperandSource};
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledRegex,
     CompiledSkill, JsonRoot, LifetimeSpec, PathAccess, Program, RateLimitSpec, SensitivityLevel,
@@ -679,70 +677,10 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// An instruction: its opcode byte, then its operands ([`OperandSource`] below).
     fn op(&mut self) -> Result<Op, CapcError> {
         let code = self.u8("an opcode")?;
-        Ok(match code {
-            opcode::EQUALS => Op::Equals {
-                path: self.operand::<PathIdx>()?,
-                value: self.operand::<ConstIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::IN_SET => Op::InSet {
-                path: self.operand::<PathIdx>()?,
-                set: self.operand::<SetIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::EQUALS_PATH => Op::EqualsPath {
-                path: self.operand::<PathIdx>()?,
-                other: self.operand::<PathIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::BINDS_IDENTITY => Op::BindsIdentity {
-                path: self.operand::<PathIdx>()?,
-                identity: self.operand::<PathIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::MATCHES => Op::Matches {
-                path: self.operand::<PathIdx>()?,
-                regex: self.operand::<RegexIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::RANGE => Op::Range {
-                path: self.operand::<PathIdx>()?,
-                bounds: self.operand::<BoundsIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::RANGE_NOW => Op::RangeNow {
-                path: self.operand::<PathIdx>()?,
-                bounds: self.operand::<BoundsIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::RANGE_DIFF => Op::RangeDiff {
-                a: self.operand::<PathIdx>()?,
-                b: self.operand::<PathIdx>()?,
-                bounds: self.operand::<BoundsIdx>()?,
-                optional: self.bool("the optional flag")?,
-            },
-            opcode::SCHEMA => Op::Schema {
-                schema: self.operand::<SchemaIdx>()?,
-            },
-            opcode::WINDOW => Op::Window {
-                window: self.operand::<WindowIdx>()?,
-            },
-            opcode::PUSH => Op::Push(self.bool("a pushed boolean")?),
-            opcode::NOT => Op::Not,
-            opcode::OR_ELSE => Op::OrElse {
-                target: self.operand::<JumpTarget>()?,
-            },
-            opcode::AND_THEN => Op::AndThen {
-                target: self.operand::<JumpTarget>()?,
-            },
-            opcode::REQUIRE => Op::Require {
-                check: self.operand::<CheckIdx>()?,
-            },
-            opcode::ACCEPT => Op::Accept,
-            other => return Err(self.malformed(format!("unknown opcode {other:#04x}"))),
-        })
+        Op::read(code, self)?.ok_or_else(|| self.malformed(format!("unknown opcode {code:#04x}")))
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, CapcError> {
@@ -1117,6 +1055,68 @@ impl<'a> Reader<'a> {
             condition,
             shape: Shape::default(),
         })
+    }
+}
+
+/// Operands as the encoder writes them; a table index is range-checked later, by the verifier.
+impl OperandSource for Reader<'_> {
+    type Error = CapcError;
+
+    fn path(&mut self) -> Result<PathIdx, CapcError> {
+        self.operand()
+    }
+
+    fn constant(&mut self) -> Result<ConstIdx, CapcError> {
+        self.operand()
+    }
+
+    fn set(&mut self) -> Result<SetIdx, CapcError> {
+        self.operand()
+    }
+
+    fn regex(&mut self) -> Result<RegexIdx, CapcError> {
+        self.operand()
+    }
+
+    fn bounds(&mut self) -> Result<BoundsIdx, CapcError> {
+        self.operand()
+    }
+
+    fn schema(&mut self) -> Result<SchemaIdx, CapcError> {
+        self.operand()
+    }
+
+    fn window(&mut self) -> Result<WindowIdx, CapcError> {
+        self.operand()
+    }
+
+    fn check(&mut self) -> Result<CheckIdx, CapcError> {
+        self.operand()
+    }
+
+    fn target(&mut self) -> Result<JumpTarget, CapcError> {
+        self.operand()
+    }
+
+    fn optional(&mut self) -> Result<bool, CapcError> {
+        self.bool("the optional flag")
+    }
+
+    fn flag(&mut self) -> Result<bool, CapcError> {
+        self.bool("a pushed boolean")
+    }
+}
+
+/// One instruction read back from [`op_bytes`](super::encode::op_bytes)'s output, which it must
+/// use whole, for the instruction table's tests.
+#[cfg(test)]
+pub(super) fn op_from_bytes(bytes: &[u8]) -> Result<Op, CapcError> {
+    let mut reader = Reader::new(bytes, 0);
+    let op = reader.op()?;
+    if reader.rest().is_empty() {
+        Ok(op)
+    } else {
+        Err(reader.malformed("trailing bytes after the instruction"))
     }
 }
 

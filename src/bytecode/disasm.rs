@@ -11,109 +11,95 @@
 //! Operands print with their table's prefix (`p` paths, `c` constants, `re` regexes, `@` jump
 //! targets, ...), followed by a comment showing what they name.
 
-use std::fmt::Write;
+use std::fmt::{Display, Write};
 
-use super::index::{CheckIdx, Index, lookup};
-use super::op::Op;
+use super::index::{
+    BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
+    WindowIdx, lookup,
+};
+use super::op::{Op, OperandVisitor};
 use super::plan::Plan;
 use super::program::Program;
 
-fn path(program: &Program, index: impl Index + std::fmt::Display) -> String {
-    let text = lookup(&program.paths, index).map_or("?", |p| p.text.as_str());
-    format!("{index}={text}")
+/// An instruction's operands as text, laid out as the instruction table says.
+fn operands(program: &Program, op: &Op) -> String {
+    let mut text = op.format_operands(&mut Listing(program));
+    text.truncate(text.trim_end().len());
+    text
 }
 
-fn operands(program: &Program, op: &Op) -> String {
-    let optional = |o: bool| if o { " optional" } else { "" };
-    match *op {
-        Op::Equals {
-            path: p,
-            value,
-            optional: o,
-        } => {
-            let constant = lookup(&program.consts, value).map_or_else(
-                || "?".to_owned(),
-                |v| crate::value::truncate_for_message(v, 40),
-            );
-            format!("{} {value}={constant}{}", path(program, p), optional(o))
-        }
-        Op::InSet {
-            path: p,
-            set,
-            optional: o,
-        } => {
-            let count = lookup(&program.sets, set).map_or(0, |s| s.values.len());
-            format!("{} {set}=({count} values){}", path(program, p), optional(o))
-        }
-        Op::EqualsPath {
-            path: p,
-            other,
-            optional: o,
-        }
-        | Op::BindsIdentity {
-            path: p,
-            identity: other,
-            optional: o,
-        } => format!(
-            "{} {}{}",
-            path(program, p),
-            path(program, other),
-            optional(o)
-        ),
-        Op::Matches {
-            path: p,
-            regex,
-            optional: o,
-        } => {
-            let source = lookup(&program.regexes, regex).map_or_else(
-                || "?".to_owned(),
-                |r| {
-                    format!(
-                        "/{}/{}",
-                        r.source.replace('/', "\\/"),
-                        if r.case_insensitive { "i" } else { "" }
-                    )
-                },
-            );
-            format!("{} {regex}={source}{}", path(program, p), optional(o))
-        }
-        Op::Range {
-            path: p,
-            bounds,
-            optional: o,
-        }
-        | Op::RangeNow {
-            path: p,
-            bounds,
-            optional: o,
-        } => {
-            let text = lookup(&program.bounds, bounds).map_or("?", |b| b.text.as_str());
-            format!("{} {bounds}=({text}){}", path(program, p), optional(o))
-        }
-        Op::RangeDiff {
-            a,
-            b,
-            bounds,
-            optional: o,
-        } => {
-            let text = lookup(&program.bounds, bounds).map_or("?", |b| b.text.as_str());
+/// Prints each operand with its table's prefix and what it names: `p0=payload.x`,
+/// `c0="literal"`, `re0=/regex/i`; a jump target or a check by its index alone; `optional`
+/// when set, nothing when not.
+struct Listing<'a>(&'a Program);
+
+impl Listing<'_> {
+    fn named<I: Index + Display, T>(
+        index: I,
+        table: &[T],
+        describe: impl FnOnce(&T) -> String,
+    ) -> String {
+        let text = lookup(table, index).map_or_else(|| "?".to_owned(), describe);
+        format!("{index}={text}")
+    }
+}
+
+impl OperandVisitor for Listing<'_> {
+    type Output = String;
+
+    fn path(&mut self, path: PathIdx) -> String {
+        Self::named(path, &self.0.paths, |p| p.text.clone())
+    }
+
+    fn constant(&mut self, constant: ConstIdx) -> String {
+        Self::named(constant, &self.0.consts, |v| {
+            crate::value::truncate_for_message(v, 40)
+        })
+    }
+
+    fn set(&mut self, set: SetIdx) -> String {
+        let count = lookup(&self.0.sets, set).map_or(0, |s| s.values.len());
+        format!("{set}=({count} values)")
+    }
+
+    fn regex(&mut self, regex: RegexIdx) -> String {
+        Self::named(regex, &self.0.regexes, |r| {
             format!(
-                "{} - {} {bounds}=({text}){}",
-                path(program, a),
-                path(program, b),
-                optional(o)
+                "/{}/{}",
+                r.source.replace('/', "\\/"),
+                if r.case_insensitive { "i" } else { "" }
             )
-        }
-        Op::Schema { schema } => format!("{schema}"),
-        Op::Window { window } => {
-            let text =
-                lookup(&program.windows, window).map_or_else(|| "?".to_owned(), |w| w.describe());
-            format!("{window}=({text})")
-        }
-        Op::Push(value) => value.to_string(),
-        Op::OrElse { target } | Op::AndThen { target } => format!("{target}"),
-        Op::Require { check } => format!("{check}"),
-        Op::Not | Op::Accept => String::new(),
+        })
+    }
+
+    fn bounds(&mut self, bounds: BoundsIdx) -> String {
+        let text = lookup(&self.0.bounds, bounds).map_or("?", |b| b.text.as_str());
+        format!("{bounds}=({text})")
+    }
+
+    fn schema(&mut self, schema: SchemaIdx) -> String {
+        schema.to_string()
+    }
+
+    fn window(&mut self, window: WindowIdx) -> String {
+        let text = lookup(&self.0.windows, window).map_or_else(|| "?".to_owned(), |w| w.describe());
+        format!("{window}=({text})")
+    }
+
+    fn check(&mut self, check: CheckIdx) -> String {
+        check.to_string()
+    }
+
+    fn target(&mut self, target: JumpTarget) -> String {
+        target.to_string()
+    }
+
+    fn optional(&mut self, optional: bool) -> String {
+        if optional { "optional" } else { "" }.to_owned()
+    }
+
+    fn flag(&mut self, value: bool) -> String {
+        value.to_string()
     }
 }
 

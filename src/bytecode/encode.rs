@@ -4,8 +4,9 @@
 //!   `compile::load_capc` reads them back, checking every byte, re-running the verifier on every
 //!   program and comparing each skill with what its embedded manifest compiles to (through
 //!   `encode_without_locations`, the same encoding less the source locations).
-//! - [`MAGIC`], [`FORMAT_VERSION`] and [`fnv1a64`] define the header both sides agree on;
-//!   [`opcode`] numbers the instructions of [`Op`] for the file, in one place.
+//! - [`MAGIC`], [`FORMAT_VERSION`] and [`fnv1a64`] define the header both sides agree on; an
+//!   instruction is its opcode byte and its operands, both from the instruction table
+//!   (`bytecode::op`).
 //!
 //! The layout (all integers little-endian; the reference is the `.capc` section of
 //! `docs/bytecode.md`):
@@ -32,8 +33,11 @@ use std::time::Duration;
 use serde_json::{Number, Value};
 
 use super::decode::CapcError;
-use super::index::Index;
-use super::op::Op;
+use super::index::{
+    BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
+    WindowIdx,
+};
+use super::op::{Op, OperandVisitor};
 use super::program::{
     BoundConst, BoundSet, CheckInfo, Cmp, CompiledCapability, CompiledPath, CompiledSkill,
     JsonRoot, LifetimeSpec, PathAccess, Program, RateLimitSpec, SensitivityLevel,
@@ -103,44 +107,6 @@ impl std::io::Write for Fnv1a64 {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// Instruction numbers in the file: one per [`Op`] variant, operands follow as `u32` indices
-/// and `u8` flags in declaration order. `encode_op` matches exhaustively, so a new instruction
-/// cannot be added without a number here.
-pub mod opcode {
-    /// [`Op::Equals`](crate::bytecode::op::Op::Equals): path, const, optional.
-    pub const EQUALS: u8 = 0x01;
-    /// [`Op::InSet`](crate::bytecode::op::Op::InSet): path, set, optional.
-    pub const IN_SET: u8 = 0x02;
-    /// [`Op::EqualsPath`](crate::bytecode::op::Op::EqualsPath): path, other, optional.
-    pub const EQUALS_PATH: u8 = 0x03;
-    /// [`Op::BindsIdentity`](crate::bytecode::op::Op::BindsIdentity): path, identity, optional.
-    pub const BINDS_IDENTITY: u8 = 0x10;
-    /// [`Op::Matches`](crate::bytecode::op::Op::Matches): path, regex, optional.
-    pub const MATCHES: u8 = 0x04;
-    /// [`Op::Range`](crate::bytecode::op::Op::Range): path, bounds, optional.
-    pub const RANGE: u8 = 0x05;
-    /// [`Op::RangeNow`](crate::bytecode::op::Op::RangeNow): path, bounds, optional.
-    pub const RANGE_NOW: u8 = 0x06;
-    /// [`Op::RangeDiff`](crate::bytecode::op::Op::RangeDiff): a, b, bounds, optional.
-    pub const RANGE_DIFF: u8 = 0x07;
-    /// [`Op::Schema`](crate::bytecode::op::Op::Schema): schema.
-    pub const SCHEMA: u8 = 0x08;
-    /// [`Op::Window`](crate::bytecode::op::Op::Window): window.
-    pub const WINDOW: u8 = 0x09;
-    /// [`Op::Push`](crate::bytecode::op::Op::Push): the boolean.
-    pub const PUSH: u8 = 0x0a;
-    /// [`Op::Not`](crate::bytecode::op::Op::Not).
-    pub const NOT: u8 = 0x0b;
-    /// [`Op::OrElse`](crate::bytecode::op::Op::OrElse): target.
-    pub const OR_ELSE: u8 = 0x0c;
-    /// [`Op::AndThen`](crate::bytecode::op::Op::AndThen): target.
-    pub const AND_THEN: u8 = 0x0d;
-    /// [`Op::Require`](crate::bytecode::op::Op::Require): check.
-    pub const REQUIRE: u8 = 0x0e;
-    /// [`Op::Accept`](crate::bytecode::op::Op::Accept).
-    pub const ACCEPT: u8 = 0x0f;
 }
 
 /// Tags of JSON values in the body.
@@ -452,101 +418,11 @@ impl Writer {
         Ok(())
     }
 
+    /// An instruction: its opcode byte, then each operand in declaration order
+    /// ([`OperandVisitor`] below).
     fn op(&mut self, op: &Op) -> Result<(), CapcError> {
-        match *op {
-            Op::Equals {
-                path,
-                value,
-                optional,
-            } => self.test(
-                opcode::EQUALS,
-                &[path.to_usize(), value.to_usize()],
-                optional,
-            ),
-            Op::InSet {
-                path,
-                set,
-                optional,
-            } => self.test(opcode::IN_SET, &[path.to_usize(), set.to_usize()], optional),
-            Op::EqualsPath {
-                path,
-                other,
-                optional,
-            } => self.test(
-                opcode::EQUALS_PATH,
-                &[path.to_usize(), other.to_usize()],
-                optional,
-            ),
-            Op::BindsIdentity {
-                path,
-                identity,
-                optional,
-            } => self.test(
-                opcode::BINDS_IDENTITY,
-                &[path.to_usize(), identity.to_usize()],
-                optional,
-            ),
-            Op::Matches {
-                path,
-                regex,
-                optional,
-            } => self.test(
-                opcode::MATCHES,
-                &[path.to_usize(), regex.to_usize()],
-                optional,
-            ),
-            Op::Range {
-                path,
-                bounds,
-                optional,
-            } => self.test(
-                opcode::RANGE,
-                &[path.to_usize(), bounds.to_usize()],
-                optional,
-            ),
-            Op::RangeNow {
-                path,
-                bounds,
-                optional,
-            } => self.test(
-                opcode::RANGE_NOW,
-                &[path.to_usize(), bounds.to_usize()],
-                optional,
-            ),
-            Op::RangeDiff {
-                a,
-                b,
-                bounds,
-                optional,
-            } => self.test(
-                opcode::RANGE_DIFF,
-                &[a.to_usize(), b.to_usize(), bounds.to_usize()],
-                optional,
-            ),
-            Op::Schema { schema } => self.operands(opcode::SCHEMA, &[schema.to_usize()]),
-            Op::Window { window } => self.operands(opcode::WINDOW, &[window.to_usize()]),
-            Op::Push(value) => {
-                self.u8(opcode::PUSH);
-                self.bool(value);
-                Ok(())
-            }
-            Op::Not => self.operands(opcode::NOT, &[]),
-            Op::OrElse { target } => self.operands(opcode::OR_ELSE, &[target.to_usize()]),
-            Op::AndThen { target } => self.operands(opcode::AND_THEN, &[target.to_usize()]),
-            Op::Require { check } => self.operands(opcode::REQUIRE, &[check.to_usize()]),
-            Op::Accept => self.operands(opcode::ACCEPT, &[]),
-        }
-    }
-
-    fn operands(&mut self, code: u8, operands: &[usize]) -> Result<(), CapcError> {
-        self.u8(code);
-        operands.iter().try_for_each(|&n| self.count(n))
-    }
-
-    fn test(&mut self, code: u8, operands: &[usize], optional: bool) -> Result<(), CapcError> {
-        self.operands(code, operands)?;
-        self.bool(optional);
-        Ok(())
+        self.u8(op.opcode());
+        op.try_for_each_operand(self)
     }
 
     fn value(&mut self, value: &Value, depth: usize) -> Result<(), CapcError> {
@@ -810,4 +686,66 @@ impl Writer {
             w.opt_node(c.else_schema)
         })
     }
+}
+
+/// Operands as the file stores them: a table index or jump target as a `u32`, a flag as a byte.
+impl OperandVisitor for Writer {
+    type Output = Result<(), CapcError>;
+
+    fn path(&mut self, path: PathIdx) -> Self::Output {
+        self.index(path)
+    }
+
+    fn constant(&mut self, constant: ConstIdx) -> Self::Output {
+        self.index(constant)
+    }
+
+    fn set(&mut self, set: SetIdx) -> Self::Output {
+        self.index(set)
+    }
+
+    fn regex(&mut self, regex: RegexIdx) -> Self::Output {
+        self.index(regex)
+    }
+
+    fn bounds(&mut self, bounds: BoundsIdx) -> Self::Output {
+        self.index(bounds)
+    }
+
+    fn schema(&mut self, schema: SchemaIdx) -> Self::Output {
+        self.index(schema)
+    }
+
+    fn window(&mut self, window: WindowIdx) -> Self::Output {
+        self.index(window)
+    }
+
+    fn check(&mut self, check: CheckIdx) -> Self::Output {
+        self.index(check)
+    }
+
+    fn target(&mut self, target: JumpTarget) -> Self::Output {
+        self.index(target)
+    }
+
+    fn optional(&mut self, optional: bool) -> Self::Output {
+        self.bool(optional);
+        Ok(())
+    }
+
+    fn flag(&mut self, value: bool) -> Self::Output {
+        self.bool(value);
+        Ok(())
+    }
+}
+
+/// One instruction as [`encode_capc`] writes it, for the instruction table's tests.
+#[cfg(test)]
+pub(super) fn op_bytes(op: &Op) -> Result<Vec<u8>, CapcError> {
+    let mut writer = Writer {
+        bytes: Vec::new(),
+        file_index: None,
+    };
+    writer.op(op)?;
+    Ok(writer.bytes)
 }

@@ -15,8 +15,11 @@
 
 use std::collections::BTreeMap;
 
-use super::index::{CheckIdx, Index, JumpTarget, lookup};
-use super::op::Op;
+use super::index::{
+    BoundsIdx, CheckIdx, ConstIdx, Index, JumpTarget, PathIdx, RegexIdx, SchemaIdx, SetIdx,
+    WindowIdx, lookup,
+};
+use super::op::{Op, OperandVisitor};
 use super::plan::Plan;
 use super::program::Program;
 use crate::convert::usize_from;
@@ -166,42 +169,61 @@ fn in_range<I: Index, T>(table: &[T], index: I, at: usize) -> Result<(), VerifyE
 }
 
 fn check_operands(program: &Program, op: &Op, at: usize) -> Result<(), VerifyError> {
-    let p = program;
-    match *op {
-        Op::Equals { path, value, .. } => {
-            in_range(&p.paths, path, at)?;
-            in_range(&p.consts, value, at)
-        }
-        Op::InSet { path, set, .. } => {
-            in_range(&p.paths, path, at)?;
-            in_range(&p.sets, set, at)
-        }
-        Op::EqualsPath { path, other, .. }
-        | Op::BindsIdentity {
-            path,
-            identity: other,
-            ..
-        } => {
-            in_range(&p.paths, path, at)?;
-            in_range(&p.paths, other, at)
-        }
-        Op::Matches { path, regex, .. } => {
-            in_range(&p.paths, path, at)?;
-            in_range(&p.regexes, regex, at)
-        }
-        Op::Range { path, bounds, .. } | Op::RangeNow { path, bounds, .. } => {
-            in_range(&p.paths, path, at)?;
-            in_range(&p.bounds, bounds, at)
-        }
-        Op::RangeDiff { a, b, bounds, .. } => {
-            in_range(&p.paths, a, at)?;
-            in_range(&p.paths, b, at)?;
-            in_range(&p.bounds, bounds, at)
-        }
-        Op::Schema { schema } => in_range(&p.schemas, schema, at),
-        Op::Window { window } => in_range(&p.windows, window, at),
-        Op::Require { check } => in_range(&p.checks, check, at),
-        Op::Push(_) | Op::Not | Op::OrElse { .. } | Op::AndThen { .. } | Op::Accept => Ok(()),
+    op.try_for_each_operand(&mut InRange { program, at })
+}
+
+/// Checks each table index of the instruction at `at` against its table. Jump targets are
+/// checked as control flow, by [`verify`]; flags have no table.
+struct InRange<'a> {
+    program: &'a Program,
+    at: usize,
+}
+
+impl OperandVisitor for InRange<'_> {
+    type Output = Result<(), VerifyError>;
+
+    fn path(&mut self, path: PathIdx) -> Self::Output {
+        in_range(&self.program.paths, path, self.at)
+    }
+
+    fn constant(&mut self, constant: ConstIdx) -> Self::Output {
+        in_range(&self.program.consts, constant, self.at)
+    }
+
+    fn set(&mut self, set: SetIdx) -> Self::Output {
+        in_range(&self.program.sets, set, self.at)
+    }
+
+    fn regex(&mut self, regex: RegexIdx) -> Self::Output {
+        in_range(&self.program.regexes, regex, self.at)
+    }
+
+    fn bounds(&mut self, bounds: BoundsIdx) -> Self::Output {
+        in_range(&self.program.bounds, bounds, self.at)
+    }
+
+    fn schema(&mut self, schema: SchemaIdx) -> Self::Output {
+        in_range(&self.program.schemas, schema, self.at)
+    }
+
+    fn window(&mut self, window: WindowIdx) -> Self::Output {
+        in_range(&self.program.windows, window, self.at)
+    }
+
+    fn check(&mut self, check: CheckIdx) -> Self::Output {
+        in_range(&self.program.checks, check, self.at)
+    }
+
+    fn target(&mut self, _: JumpTarget) -> Self::Output {
+        Ok(())
+    }
+
+    fn optional(&mut self, _: bool) -> Self::Output {
+        Ok(())
+    }
+
+    fn flag(&mut self, _: bool) -> Self::Output {
+        Ok(())
     }
 }
 
@@ -310,10 +332,7 @@ pub fn verify(program: Program) -> Result<VerifiedProgram, VerifyError> {
             merge(&mut heights, at + 1, after, at)?;
         }
     }
-    let reads_clock = program
-        .code
-        .iter()
-        .any(|op| matches!(op, Op::RangeNow { .. } | Op::Window { .. }));
+    let reads_clock = program.code.iter().any(Op::reads_clock);
     let self_contained = self_contained_checks(&program, &heights);
     let negated = negated_tests(&program).ok_or(VerifyError {
         at: 0,
