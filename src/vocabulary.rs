@@ -140,6 +140,23 @@ pub const CONSTRAINT_WORDS: [&str; ConstraintKeyword::ALL.len() + 1] = {
     words
 };
 
+/// The words that start a declaration of a skill or capability block besides the constraint
+/// words ([`CONSTRAINT_WORDS`]): the two blocks and their fields. The formatter starts a new item
+/// at one; the REPL completes them.
+pub const ITEM_WORDS: [&str; 11] = [
+    "skill",
+    "capability",
+    "version",
+    "hash",
+    "signer",
+    "risk",
+    "sensitivity",
+    "resource",
+    "operations",
+    "lifetime",
+    "justification",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,12 @@ impl RateKeys {
     ) -> Result<RateKey, KeyRefusal> {
         let mut hash = self.start.clone();
         write_key(&mut hash, skill, capability, index, limit, input)?;
+        Ok(self.finish(hash))
+    }
+
+    /// The key from `hash`, fed after [`RateKeys::start`]: its first [`RateKey::LEN`] bytes,
+    /// through HMAC's outer hash when keyed.
+    fn finish(&self, hash: Sha256) -> RateKey {
         let mut digest = hash.finalize();
         if let Some(outer) = &self.outer {
             let mut outer = outer.clone();
@@ -156,7 +162,7 @@ impl RateKeys {
         }
         let mut key = [0_u8; RateKey::LEN];
         key.iter_mut().zip(digest).for_each(|(k, d)| *k = d);
-        Ok(RateKey::from_bytes(key))
+        RateKey::from_bytes(key)
     }
 }
 
@@ -374,18 +380,10 @@ mod tests {
 
     /// The 128-bit hash `keys` makes of `value`'s canonical form (as [`RateKeys::key`] does
     /// after the skill, capability and index).
-    fn digest(keys: &RateKeys, value: &Value) -> [u8; 16] {
+    fn digest(keys: &RateKeys, value: &Value) -> crate::runtime::RateKey {
         let mut hash = keys.start.clone();
         assert!(write_value(&mut hash, value));
-        let mut digest = hash.finalize();
-        if let Some(outer) = &keys.outer {
-            let mut outer = outer.clone();
-            outer.update(digest);
-            digest = outer.finalize();
-        }
-        let mut key = [0; 16];
-        key.copy_from_slice(&digest[..16]);
-        key
+        keys.finish(hash)
     }
 
     #[test]

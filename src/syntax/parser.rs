@@ -544,7 +544,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::grammar::{CapParser, Rule};
-    use crate::vocabulary::{ConstraintKeyword, OPTIONAL};
+    use crate::vocabulary::{ConstraintKeyword, ITEM_WORDS, OPTIONAL};
 
     const GRAMMAR: &str = include_str!("../../grammar/capgate.pest");
 
@@ -588,6 +588,14 @@ mod tests {
         assert_eq!(grammar_words, table_words);
         assert_eq!(rule_body("constraint"), "kw_optional? ~ constraint_body");
         assert_eq!(keyword_literal("kw_optional"), OPTIONAL);
+    }
+
+    /// Each item word of the table is a keyword rule of the grammar (`kw_<word>`).
+    #[test]
+    fn the_grammar_spells_the_item_words_of_the_table() {
+        for word in ITEM_WORDS {
+            assert_eq!(keyword_literal(&format!("kw_{word}")), word);
+        }
     }
 
     /// Where `(escape | plain)*` stops in `text` (`at_least_one`: `+`; `None` when it cannot

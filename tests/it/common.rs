@@ -59,3 +59,28 @@ pub fn external_data(var: &str, default: &str, what: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// The VM's input for a call of skill `s` with `operation` on `resource`, with these documents
+/// (payload, agent, context), at the epoch, case variants refused.
+pub fn vm_input<'a, J>(
+    [payload, agent, context]: [J; 3],
+    operation: &'a str,
+    resource: &'a capgate::vm::resource::RequestResource<'a>,
+    bindings: &'a capgate::vm::resource::Bindings<'a>,
+    regex_budget: &'a capgate::vm::RegexBudget,
+) -> capgate::vm::Input<'a, J> {
+    capgate::vm::Input {
+        payload,
+        agent,
+        context,
+        resource,
+        bindings,
+        skill: "s",
+        operation,
+        transaction: None,
+        now: chrono::DateTime::UNIX_EPOCH,
+        max_array_scan: 100,
+        regex_budget,
+        refuse_case_variants: true,
+    }
+}

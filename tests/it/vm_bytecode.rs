@@ -74,25 +74,12 @@ fn program(code: Vec<Op>) -> Program {
 
 /// The input of a call of skill `s`, operation `call`, on `resource`, with these documents.
 fn input_with<'a, J>(
-    [payload, agent, context]: [J; 3],
+    documents: [J; 3],
     resource: &'a RequestResource<'a>,
     bindings: &'a Bindings<'a>,
     regex_budget: &'a RegexBudget,
 ) -> Input<'a, J> {
-    Input {
-        payload,
-        agent,
-        context,
-        resource,
-        bindings,
-        skill: "s",
-        operation: "call",
-        transaction: None,
-        now: chrono::DateTime::UNIX_EPOCH,
-        max_array_scan: 100,
-        regex_budget,
-        refuse_case_variants: true,
-    }
+    crate::common::vm_input(documents, "call", resource, bindings, regex_budget)
 }
 
 fn with_input<R>(payload: Value, f: impl FnOnce(&Input<'_, &Value>) -> R) -> R {

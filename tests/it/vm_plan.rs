@@ -382,25 +382,12 @@ fn outcomes(
 
 /// The input of a call with these documents, resource and bindings.
 fn input<'a, J>(
-    [payload, agent, context]: [J; 3],
+    documents: [J; 3],
     resource: &'a RequestResource<'a>,
     bindings: &'a Bindings<'a>,
     regex_budget: &'a RegexBudget,
 ) -> Input<'a, J> {
-    Input {
-        payload,
-        agent,
-        context,
-        resource,
-        bindings,
-        skill: "s",
-        operation: "a@example.com",
-        transaction: None,
-        now: chrono::DateTime::UNIX_EPOCH,
-        max_array_scan: 100,
-        regex_budget,
-        refuse_case_variants: true,
-    }
+    crate::common::vm_input(documents, "a@example.com", resource, bindings, regex_budget)
 }
 
 fn check_strategy() -> impl Strategy<Value = Check> {

@@ -15,32 +15,16 @@
 //!   break.
 
 use capgate::ConstraintKeyword;
-use capgate::vocabulary::{CONSTRAINT_WORDS, OPTIONAL};
+use capgate::vocabulary::{CONSTRAINT_WORDS, ITEM_WORDS, OPTIONAL};
 
 use super::lex::{Token, TokenKind};
 
 /// The widest embedded JSON value written on one line.
 pub const FLAT_JSON_WIDTH: usize = 60;
 
-/// The keywords that start an item of a block besides the constraint words
-/// ([`CONSTRAINT_WORDS`]): `skill`, `capability` and the fields.
-const ITEM_KEYWORDS: [&str; 11] = [
-    "skill",
-    "capability",
-    "version",
-    "hash",
-    "signer",
-    "risk",
-    "sensitivity",
-    "resource",
-    "operations",
-    "lifetime",
-    "justification",
-];
-
 /// True when `word` starts an item of a block.
 fn starts_item(word: &str) -> bool {
-    ITEM_KEYWORDS.contains(&word) || CONSTRAINT_WORDS.contains(&word)
+    ITEM_WORDS.contains(&word) || CONSTRAINT_WORDS.contains(&word)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,23 +7,14 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use capgate::bytecode::program::CompiledSkill;
-use capgate::vocabulary::CONSTRAINT_WORDS;
+use capgate::syntax::ast::ResourceKind;
+use capgate::vocabulary::{CONSTRAINT_WORDS, ITEM_WORDS};
 
 use super::state::COMMANDS;
 
-/// Keywords of the `.cap` language besides the constraint names, and path roots.
-const KEYWORDS: [&str; 36] = [
-    "skill",
-    "capability",
-    "version",
-    "hash",
-    "signer",
-    "risk",
-    "sensitivity",
-    "resource",
-    "operations",
-    "lifetime",
-    "justification",
+/// Words of the `.cap` language besides the constraint words, the item words and the resource
+/// kinds, and the path roots.
+const KEYWORDS: [&str; 19] = [
     "call",
     "transaction",
     "wallClock",
@@ -37,12 +28,6 @@ const KEYWORDS: [&str; 36] = [
     "by",
     "from",
     "until",
-    "http",
-    "db",
-    "oauth",
-    "tool",
-    "service",
-    "secret",
     "payload.",
     "agent.",
     "context.",
@@ -102,6 +87,8 @@ impl Vocabulary {
             }
             None => {
                 words.extend(CONSTRAINT_WORDS);
+                words.extend(ITEM_WORDS);
+                words.extend(ResourceKind::ALL.map(|(_, name)| name));
                 words.extend(KEYWORDS);
                 words.extend(names.skills.iter().map(String::as_str));
                 words.extend(names.capabilities.iter().map(String::as_str));
