@@ -1,9 +1,16 @@
 #![doc = include_str!("../README.md")]
 
 pub mod bounded;
+#[cfg(feature = "internals")]
 pub mod bytecode;
+#[cfg(not(feature = "internals"))]
+mod bytecode;
 mod bytes;
+#[cfg(feature = "internals")]
 pub mod compile;
+#[cfg(not(feature = "internals"))]
+mod compile;
+pub mod compiled;
 mod convert;
 pub mod engine;
 mod fold;
@@ -21,7 +28,10 @@ pub mod syntax;
 pub mod tape;
 pub mod time;
 pub mod value;
+#[cfg(feature = "internals")]
 pub mod vm;
+#[cfg(not(feature = "internals"))]
+mod vm;
 pub mod vocabulary;
 
 pub use engine::{

@@ -20,12 +20,12 @@ pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Nanoseconds since the epoch, exactly.
-pub fn nanos(t: DateTime<Utc>) -> i128 {
+pub(crate) fn nanos(t: DateTime<Utc>) -> i128 {
     i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
 }
 
 /// Formats signed nanoseconds as a readable duration (`2h0m1s`, `-30s`, `1.5s`).
-pub fn format_nanos(d: i128) -> String {
+pub(crate) fn format_nanos(d: i128) -> String {
     let sign = if d < 0 { "-" } else { "" };
     let d = d.unsigned_abs();
     let secs = d / 1_000_000_000;

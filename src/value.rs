@@ -2,9 +2,11 @@
 //!
 //! - [`Path`] is a root ([`Root`]) followed by [`Segment`]s; it is what `payload.attendees[*].email`
 //!   parses to, and its `Display` prints that form back (quoting odd keys as `["a.b"]`).
-//! - [`json_eq`] is the equality of `fieldEquals`: same type, numbers by value (`1 == 1.0`),
-//!   strings exact, arrays and objects structurally.
-//! - [`cmp_numbers`] orders two JSON numbers exactly, without rounding `i64`/`u64` through `f64`.
+//! - The equality of `fieldEquals` (`json_eq`, crate-private): same type, numbers by value
+//!   (`1 == 1.0`), strings exact, arrays and objects structurally; numbers are ordered exactly,
+//!   without rounding `i64`/`u64` through `f64` (`cmp_numbers`).
+//! - [`escape_controls`] and its kin show policy and request text with control and
+//!   bidirectional characters escaped, as every message, listing and diagnostic does.
 //!
 //! This module depends on nothing else in the crate.
 
@@ -278,7 +280,7 @@ impl fmt::Display for Path {
 /// JSON equality as `fieldEquals` defines it: same type; numbers by exact value (`1 == 1.0`,
 /// `-0.0 == 0`); strings byte-exact (no Unicode normalisation); arrays element-wise; objects with
 /// the same key set and equal members, in any order.
-pub fn json_eq(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -380,7 +382,7 @@ fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
 }
 
 /// Orders two JSON numbers by exact value; `None` if either is not finite.
-pub fn cmp_numbers(a: &Number, b: &Number) -> Option<Ordering> {
+pub(crate) fn cmp_numbers(a: &Number, b: &Number) -> Option<Ordering> {
     match (num(a)?, num(b)?) {
         (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
         (Num::U(x), Num::U(y)) => Some(x.cmp(&y)),
@@ -404,7 +406,7 @@ pub fn truncate_for_message(value: &Value, max: usize) -> String {
 }
 
 /// [`truncate_for_message`] of a JSON string: quoted and escaped as serde_json writes it.
-pub fn string_for_message(text: &str, max: usize) -> String {
+pub(crate) fn string_for_message(text: &str, max: usize) -> String {
     let mut quoted = Vec::with_capacity(text.len() + 2);
     let quoted = match write_json_str(&mut quoted, text) {
         // Quotes around a `str`, or serde_json's own output: UTF-8 either way.
@@ -431,7 +433,7 @@ pub(crate) fn write_json_str(out: &mut Vec<u8>, text: &str) -> serde_json::Resul
 /// Cuts a string to at most `max` characters, appending `…` when cut, with its control
 /// characters written as escapes ([`escape_controls`]): the form in which request text is quoted
 /// in messages.
-pub fn truncate_str(text: &str, max: usize) -> String {
+pub(crate) fn truncate_str(text: &str, max: usize) -> String {
     let kept = match text.char_indices().nth(max) {
         Some((cut, _)) => text.get(..cut).unwrap_or(text),
         None => text,

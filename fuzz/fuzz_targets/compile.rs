@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
             let bindings = Bindings::new();
             for skill in skills {
                 for capability in &skill.capabilities {
-                    let _ = capgate::bytecode::disasm::disassemble(capability.program.program());
+                    let _ = capgate::bytecode::disasm::disassemble(capability.program().program());
                     for payload in &payloads {
                         let input = Input {
                             payload,
@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
                             regex_budget: &capgate::vm::RegexBudget::unlimited(),
                             refuse_case_variants: true,
                         };
-                        let outcome = capgate::vm::run(&capability.program, &input);
+                        let outcome = capgate::vm::run(capability.program(), &input);
                         assert!(
                             !matches!(outcome, Err(VmError::Internal(_))),
                             "compiled program hit an internal VM error: {outcome:?}"

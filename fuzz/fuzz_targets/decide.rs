@@ -91,7 +91,7 @@ fn check_shape(request: Option<&Request>, decision: &Decision) {
                     .unwrap_or_else(|e| panic!("allow for a refused resource ({e}): {decision:?}"));
                 let mut bindings = Bindings::new();
                 assert!(
-                    compiled.resource.matches(&resource, &mut bindings),
+                    compiled.resource().matches(&resource, &mut bindings),
                     "allow for a resource the capability does not cover: {decision:?}"
                 );
             }

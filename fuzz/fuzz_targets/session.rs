@@ -84,7 +84,10 @@ fn check_result(result: &LineResult, number: usize) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let lines: Vec<&[u8]> = data.split(|&byte| byte == b'\n').take(LINES_PER_INPUT).collect();
+    let lines: Vec<&[u8]> = data
+        .split(|&byte| byte == b'\n')
+        .take(LINES_PER_INPUT)
+        .collect();
     let first = run(&lines);
     let second = run(&lines);
     assert_eq!(first, second, "the same session answered differently twice");

@@ -269,16 +269,14 @@ fn apply(program: &mut Program, mutation: &Mutation) {
         Mutation::SetCheck { check, start, end } => {
             let check = usize::from(check);
             if let Some(info) = program.checks.get_mut(check) {
-                info.code_start = start;
-                info.code_end = end;
+                info.set_code(start..end);
             } else {
-                program.checks.push(CheckInfo {
-                    constraint: ConstraintKeyword::FieldEquals,
-                    location: None,
-                    summary: String::new(),
-                    code_start: start,
-                    code_end: end,
-                });
+                program.checks.push(CheckInfo::new(
+                    ConstraintKeyword::FieldEquals,
+                    None,
+                    String::new(),
+                    start..end,
+                ));
             }
         }
         Mutation::Shrink(ref table) => match table {
@@ -380,7 +378,7 @@ fuzz_target!(|case: Case| {
     let Some(capability) = skills[case.skill].capabilities.get(case.capability) else {
         return;
     };
-    let mut program = capability.program.program().clone();
+    let mut program = capability.program().program().clone();
     for mutation in &case.mutations {
         apply(&mut program, mutation);
     }
@@ -395,7 +393,7 @@ fuzz_target!(|case: Case| {
         return;
     };
     let mut bindings = Bindings::new();
-    let _ = capability.resource.matches(&resource, &mut bindings);
+    let _ = capability.resource().matches(&resource, &mut bindings);
     let input = Input {
         payload: &case.payload,
         agent: &case.agent,

@@ -120,8 +120,8 @@ pub fn vocabulary() -> &'static Vocabulary {
                 v.words
                     .extend(capability.operations.iter().map(|o| o.to_string()));
                 v.words
-                    .extend(capability.resource.bindings().iter().cloned());
-                let program = capability.program.program();
+                    .extend(capability.resource().bindings().iter().cloned());
+                let program = capability.program().program();
                 for path in &program.paths {
                     if let PathAccess::Json { segments, .. } = &path.access {
                         for segment in segments {
@@ -255,7 +255,7 @@ pub fn arbitrary_resource(
     let Some(capability) = template else {
         return u.arbitrary();
     };
-    let pattern = &capability.resource;
+    let pattern = capability.resource();
     let mut out = String::new();
     if pattern.kind() != capgate::syntax::ast::ResourceKind::Http {
         let kind = capgate::syntax::ast::ResourceKind::ALL

@@ -106,6 +106,7 @@ impl Matcher {
     /// per byte, so text bytes times this bounds the work of any match, whichever path the
     /// engine takes. A shortcut reads each byte once (`Shortcut::cost`). Either way it depends
     /// on the pattern alone, never on the machine or the clock.
+    #[cfg(any(test, feature = "internals"))]
     pub fn cost(&self) -> u64 {
         self.cost
     }
@@ -161,6 +162,7 @@ impl Matcher {
     }
 
     /// True when [`Matcher::is_match`] answers without the regex engine.
+    #[cfg(any(test, feature = "internals"))]
     pub fn has_shortcut(&self) -> bool {
         self.shortcut.is_some()
     }
@@ -445,11 +447,13 @@ impl MatcherCache {
     }
 
     /// How many distinct (pattern, flag, limit) builds it holds.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.built.values().map(Vec::len).sum()
     }
 
     /// Whether it holds none.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.built.is_empty()
     }

@@ -20,6 +20,7 @@ use super::verify::VerifiedProgram;
 use super::window::CompiledWindow;
 use crate::bytes::bytes_eq;
 use crate::name::Name;
+use crate::resource_kind::ResourceKind;
 use crate::revision::Revision;
 use crate::span::Location;
 use crate::value::Segment;
@@ -86,6 +87,7 @@ pub struct CompiledPath {
 
 impl CompiledPath {
     /// True when the path walks `[*]`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn has_wildcard(&self) -> bool {
         match &self.access {
             PathAccess::Json { segments, .. } => {
@@ -140,6 +142,7 @@ pub enum Cmp {
 
 impl Cmp {
     /// The operator as written.
+    #[cfg(any(test, feature = "internals"))]
     pub fn symbol(self) -> &'static str {
         match self {
             Cmp::Lt => "<",
@@ -191,9 +194,41 @@ pub struct CheckInfo {
     /// The constraint's source text in short form, for messages and disassembly.
     pub summary: String,
     /// First instruction of its code.
-    pub code_start: u32,
+    pub(crate) code_start: u32,
     /// One past its `Require`.
-    pub code_end: u32,
+    pub(crate) code_end: u32,
+}
+
+impl CheckInfo {
+    /// A check whose code is `code`, for tests that hand-make programs. Feature `internals`.
+    #[cfg(feature = "internals")]
+    pub fn new(
+        constraint: ConstraintKeyword,
+        location: Option<Location>,
+        summary: String,
+        code: std::ops::Range<u32>,
+    ) -> Self {
+        CheckInfo {
+            constraint,
+            location,
+            summary,
+            code_start: code.start,
+            code_end: code.end,
+        }
+    }
+
+    /// The instructions of its code: from its first to one past its `Require`. Feature
+    /// `internals`.
+    #[cfg(feature = "internals")]
+    pub fn code(&self) -> std::ops::Range<u32> {
+        self.code_start..self.code_end
+    }
+
+    /// Moves its code to `code`, for tests that hand-make programs. Feature `internals`.
+    #[cfg(feature = "internals")]
+    pub fn set_code(&mut self, code: std::ops::Range<u32>) {
+        (self.code_start, self.code_end) = (code.start, code.end);
+    }
 }
 
 /// One capability's bytecode and tables. Build it with the compiler, then verify it
@@ -234,7 +269,7 @@ pub struct RateLimitSpec {
     /// B: switches to a token bucket.
     pub burst: Option<u64>,
     /// Paths whose values split the key (indices into the program's path table).
-    pub by: Vec<super::index::PathIdx>,
+    pub(crate) by: Vec<super::index::PathIdx>,
     /// Where it was written.
     pub location: Option<Location>,
     /// The constraint as written, for messages (`10 per 1m`).
@@ -277,7 +312,7 @@ pub struct CompiledCapability {
     /// Where it was declared.
     pub location: Option<Location>,
     /// The resource template.
-    pub resource: ResourcePattern,
+    pub(crate) resource: ResourcePattern,
     /// Allowed operations, compared exactly.
     pub operations: Vec<Box<str>>,
     /// The lifetime of its grants.
@@ -289,12 +324,75 @@ pub struct CompiledCapability {
     /// The justification, if any.
     pub justification: Option<String>,
     /// The constraint program (rate limits excluded).
-    pub program: VerifiedProgram,
+    pub(crate) program: VerifiedProgram,
     /// Rate limits, checked after the program, in declaration order.
-    pub rate_limits: Vec<RateLimitSpec>,
+    pub(crate) rate_limits: Vec<RateLimitSpec>,
 }
 
 impl CompiledCapability {
+    /// The kind of resource its template names (`http`, `file`, `service`, ...).
+    pub fn resource_kind(&self) -> ResourceKind {
+        self.resource.kind()
+    }
+
+    /// Its resource template as written (`https://api.example.com/v1/{id}`).
+    pub fn locator(&self) -> &str {
+        self.resource.locator()
+    }
+
+    /// Its top-level constraints, in the order the program checks them: what each is, where it
+    /// was written and its short source text.
+    pub fn checks(&self) -> &[CheckInfo] {
+        &self.program.program().checks
+    }
+
+    /// Its rate limits, in declaration order (checked after every constraint holds).
+    pub fn rate_limits(&self) -> &[RateLimitSpec] {
+        &self.rate_limits
+    }
+
+    /// The request paths a rate limit's key is split by (`agent.id`), as written.
+    pub fn rate_limit_keys<'a>(
+        &'a self,
+        limit: &'a RateLimitSpec,
+    ) -> impl Iterator<Item = &'a str> {
+        limit.by.iter().map(|&path| {
+            super::index::lookup(&self.program.program().paths, path)
+                .map_or("?", |p| p.text.as_str())
+        })
+    }
+
+    /// Every request path its constraints read (`payload.attendees[*].email`), as written.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.program.program().paths.iter().map(|p| p.text.as_str())
+    }
+
+    /// Its bytecode as text, one instruction a line with the source line it came from, then the
+    /// plan of its checks: what `capgate disasm` prints.
+    pub fn disassemble(&self) -> String {
+        let mut text = super::disasm::disassemble(self.program.program());
+        text.push_str(&super::disasm::disassemble_plan(self.program.plan()));
+        text
+    }
+
+    /// The verified program. Feature `internals`.
+    #[cfg(feature = "internals")]
+    pub fn program(&self) -> &VerifiedProgram {
+        &self.program
+    }
+
+    /// Replaces the verified program, for tests that forge one. Feature `internals`.
+    #[cfg(feature = "internals")]
+    pub fn set_program(&mut self, program: VerifiedProgram) {
+        self.program = program;
+    }
+
+    /// The compiled resource template. Feature `internals`.
+    #[cfg(feature = "internals")]
+    pub fn resource(&self) -> &ResourcePattern {
+        &self.resource
+    }
+
     /// True when `operation` is one of the capability's operations.
     pub fn allows_operation(&self, operation: &str) -> bool {
         self.operations

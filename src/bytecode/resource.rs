@@ -186,6 +186,7 @@ impl ResourcePattern {
     }
 
     /// True when the template has a `*` or `**` segment or a `*.` wildcard host.
+    #[cfg(any(test, feature = "internals"))]
     pub fn has_wildcard(&self) -> bool {
         self.rest
             || self.segments.contains(&SegmentPattern::Any)

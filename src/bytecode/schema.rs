@@ -89,6 +89,7 @@ impl SchemaProgram {
     }
 
     /// Number of compiled nodes (subschemas), a measure of program size.
+    #[cfg(any(test, feature = "internals"))]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -109,6 +110,7 @@ impl SchemaProgram {
     }
 
     /// The same program with other validation limits (for the engine's `Limits`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_limits(mut self, depth_limit: u32, step_limit: u64) -> Self {
         self.depth_limit = depth_limit;
         self.step_limit = step_limit;

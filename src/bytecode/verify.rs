@@ -31,6 +31,10 @@ pub use crate::limits::MAX_STACK;
 #[derive(Debug, Clone)]
 pub struct VerifiedProgram {
     program: Program,
+    #[cfg_attr(
+        not(any(test, feature = "internals")),
+        expect(dead_code, reason = "read by the tests, through `max_stack`")
+    )]
     max_stack: u16,
     reads_clock: bool,
     /// Per check: [`VerifiedProgram::self_contained`].
@@ -48,6 +52,7 @@ impl VerifiedProgram {
     }
 
     /// The stack depth the verifier proved sufficient.
+    #[cfg(any(test, feature = "internals"))]
     pub fn max_stack(&self) -> u16 {
         self.max_stack
     }
@@ -149,7 +154,7 @@ pub enum VerifyReason {
     /// The debug table does not have one entry per instruction.
     #[error("debug table length differs from code length")]
     DebugTableMismatch,
-    /// A test's value cannot be followed to a `Require` (see [`VerifiedProgram::negated`]).
+    /// A test's value cannot be followed to a `Require`: whether it counts negated is unknown.
     #[error("a test's value cannot be followed to the check that requires it")]
     UntraceableTest,
 }
@@ -522,6 +527,7 @@ fn spoil(contained: &mut [bool], index: usize) {
 }
 
 /// Builds a jump target for tests and the compiler.
+#[cfg(any(test, feature = "internals"))]
 pub fn jump_to(position: usize) -> Option<JumpTarget> {
     JumpTarget::from_usize(position)
 }

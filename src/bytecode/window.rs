@@ -47,6 +47,7 @@ pub struct CompiledWindow {
 
 impl CompiledWindow {
     /// The IANA zone name of a weekly window; `None` for an absolute interval.
+    #[cfg(any(test, feature = "internals"))]
     pub fn zone_name(&self) -> Option<&'static str> {
         match &self.rule {
             WindowRule::Weekly { zone, .. } => Some(zone.name()),

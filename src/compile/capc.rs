@@ -22,7 +22,7 @@ use crate::bytecode::program::CompiledSkill;
 use crate::limits::Limits;
 use crate::span::{FileId, SourceMap};
 
-/// Loads a `.capc` file under `limits`: [`decode_capc`](crate::bytecode::decode) (header,
+/// Loads a `.capc` file under `limits`: the decoder (header,
 /// checksum, every field, revisions, the verifier), then each skill compiled again from its
 /// embedded manifest and compared with the decoded one. All or nothing: the first problem
 /// rejects the whole file.

@@ -10,30 +10,6 @@ use crate::syntax::ast::{
 };
 use crate::syntax::error::did_you_mean;
 
-/// The verbs a resource kind accepts, and which are reads. `None` = any identifier (oauth).
-fn verbs(kind: ResourceKind) -> Option<(&'static [&'static str], &'static [&'static str])> {
-    match kind {
-        ResourceKind::Http => Some((
-            &[
-                "GET", "HEAD", "OPTIONS", "LIST", "POST", "PUT", "PATCH", "DELETE",
-            ],
-            &["GET", "HEAD", "OPTIONS", "LIST"],
-        )),
-        ResourceKind::Db => Some((&["SELECT", "INSERT", "UPDATE", "DELETE"], &["SELECT"])),
-        ResourceKind::Oauth => None,
-        ResourceKind::Tool => Some((&["call"], &[])),
-        ResourceKind::Service => Some((&["use"], &[])),
-        ResourceKind::Secret => Some((&["read"], &[])),
-    }
-}
-
-/// True when `verb` is a read verb of `kind` (SPEC §2.2, the verbs in bold). Everything else —
-/// including every oauth scope, `call`, `use` and `read` of a secret — counts as a write for
-/// the justification rule: reviewers should read why a skill needs it.
-pub fn is_read_verb(kind: ResourceKind, verb: &str) -> bool {
-    verbs(kind).is_some_and(|(_, reads)| reads.contains(&verb))
-}
-
 /// Checks the operations of a capability against its resource kind.
 pub fn check_operations(
     kind: ResourceKind,
@@ -50,7 +26,7 @@ pub fn check_operations(
             continue;
         }
         seen.push(&op.node);
-        if let Some((all, _)) = verbs(kind)
+        if let Some((all, _)) = kind.verbs()
             && !all.contains(&op.node.as_str())
         {
             let help = match all.iter().find(|v| v.eq_ignore_ascii_case(&op.node)) {
@@ -164,7 +140,7 @@ pub fn check_justification(
             capability
                 .operations
                 .iter()
-                .find(|op| !is_read_verb(kind, &op.node))
+                .find(|op| !kind.is_read_verb(&op.node))
                 .map(|op| format!("the write verb `{}`", op.node))
         }),
     };

@@ -21,8 +21,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use capc::load_capc;
-pub use check::is_read_verb;
-pub use emit::{MAX_NESTING, MAX_RATE_LIMITS};
 pub use error::CompileError;
 
 use crate::bytecode::matcher::MatcherCache;
@@ -80,6 +78,7 @@ pub fn compile_skills(
 }
 
 /// Compiles one skill, pushing its errors; `None` when it had any.
+#[cfg(any(test, feature = "internals"))]
 pub fn compile_skill(
     skill: &Skill,
     sources: &SourceMap,

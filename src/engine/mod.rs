@@ -27,6 +27,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+pub use crate::vm::TestReport;
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use builder::{EngineBuilder, EngineError, MIN_RATE_KEY_SECRET_BYTES};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};

@@ -107,7 +107,8 @@ impl SpannedJson {
 
 /// Parses one JSON text. Syntax errors stop the reader (the first is returned); duplicate keys
 /// are all reported.
-pub fn parse_json(file: FileId, text: &str) -> Result<SpannedJson, Vec<ManifestError>> {
+#[cfg(test)]
+fn parse_json(file: FileId, text: &str) -> Result<SpannedJson, Vec<ManifestError>> {
     match parse_json_partial(file, text) {
         (Some(node), errors) if errors.is_empty() => Ok(node),
         (_, errors) => Err(errors),

@@ -4,13 +4,13 @@
 //!   [`ManifestError`] found, each with a span.
 //! - [`to_json_text`] / [`to_json`] write a policy's single skill back in the canonical JSON
 //!   form (used by `capgate convert --to json`); [`skill_to_json_text`] does one skill of many.
-//! - [`json`] is the strict, span-keeping JSON reader underneath.
+//! - `json` is the strict, span-keeping JSON reader underneath.
 //! - `CanonicalSkill` writes the compact, key-sorted text a skill's revision hashes.
 
 mod canonical;
 mod emit;
 mod error;
-pub mod json;
+mod json;
 mod lower;
 
 pub(crate) use canonical::CanonicalSkill;
@@ -36,7 +36,7 @@ pub fn parse_manifest(file: FileId, text: &str) -> Result<PolicyFile, Vec<Manife
 /// that the compiler can check those too and a load lists every error in one pass (SPEC §7).
 /// The policy is `None` when the document is not JSON or its skill cannot be read; with no
 /// errors it is the policy [`parse_manifest`] returns.
-pub fn parse_manifest_partial(
+pub(crate) fn parse_manifest_partial(
     file: FileId,
     text: &str,
 ) -> (Option<PolicyFile>, Vec<ManifestError>) {

@@ -15,11 +15,11 @@
 //! This layer depends on nothing but std, chrono and the crate's fixed bounds (`crate::limits`): the engine builds rate keys, looks up
 //! capabilities and maps refusals to reasons. Semantics and memory costs: `docs/runtime.md`.
 
-pub mod clock;
+mod clock;
 mod error;
 mod grants;
 mod instants;
-pub mod rate;
+mod rate;
 mod rate_table;
 mod store;
 
@@ -28,8 +28,9 @@ pub use error::StateError;
 pub use grants::{
     GrantLifetime, GrantRefusal, GrantStatus, LifetimeBound, NewGrant, RefusalReason,
 };
-pub use rate::{MAX_WINDOW_COUNT, RateSpec, window_counts_at};
+pub use rate::RateSpec;
+pub(crate) use rate::window_counts_at;
 pub use store::{
     Authority, Commit, CommitRefusal, GrantUse, InMemoryStore, RateCharge, RateKey, Revocation,
-    SHARD_COUNT, StateStore,
+    StateStore,
 };

@@ -26,7 +26,7 @@ use super::instants::Instants;
 /// The largest `N` a plain sliding window enforces; larger windows must use `burst` (§5.3).
 /// A window stores one instant per allowed call still inside it, so this bounds its memory.
 /// Defined in [`crate::limits`], which refuses a `Limits::max_sliding_window` above it.
-pub use crate::limits::MAX_SLIDING_WINDOW as MAX_WINDOW_COUNT;
+pub(crate) use crate::limits::MAX_SLIDING_WINDOW as MAX_WINDOW_COUNT;
 
 /// One `rateLimit` of a capability, as the runtime enforces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,7 +53,7 @@ pub enum RateSpec {
 /// it stores instants as 64-bit nanoseconds since the Unix epoch, from 1677-09-21T00:12:43Z to
 /// 2262-04-11T23:47:16Z. Outside that range every call is refused (the window could not count
 /// it), and the engine says why instead of "rate limit reached".
-pub fn window_counts_at(at: DateTime<Utc>) -> bool {
+pub(crate) fn window_counts_at(at: DateTime<Utc>) -> bool {
     i64::try_from(epoch_nanos(at)).is_ok()
 }
 

@@ -279,7 +279,7 @@ impl CommitRefusal {
 
 /// How many shards the in-memory rate-limit keys are split over for inserting and forgetting
 /// them (a power of two up to 64).
-pub const SHARD_COUNT: usize = 64;
+pub(crate) const SHARD_COUNT: usize = 64;
 
 /// How many charges of one commit are kept without allocating: as many rate limits as a
 /// capability may have.

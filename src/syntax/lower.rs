@@ -24,7 +24,7 @@ use crate::value::{Path, Root, Segment};
 use crate::vocabulary::ConstraintKeyword;
 
 /// The deepest nesting of `any`/`all`/`not` blocks inside one another.
-pub use crate::limits::MAX_CONSTRAINT_NESTING as MAX_COMBINATOR_DEPTH;
+pub(crate) use crate::limits::MAX_CONSTRAINT_NESTING as MAX_COMBINATOR_DEPTH;
 
 /// The default zone of weekly windows.
 const DEFAULT_ZONE: &str = "UTC";

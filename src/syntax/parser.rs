@@ -34,7 +34,7 @@ pub(crate) use grammar::Rule;
 ///
 /// Combinators have their own, lower limit ([`lower::MAX_COMBINATOR_DEPTH`]); this one exists so
 /// that the recursive-descent parser and the lowering pass are bounded on any input.
-pub use crate::limits::MAX_POLICY_NESTING as MAX_NESTING;
+pub(crate) use crate::limits::MAX_POLICY_NESTING as MAX_NESTING;
 
 /// Parses one `.cap` file.
 ///
@@ -53,7 +53,7 @@ pub fn parse(file: FileId, text: &str) -> Result<PolicyFile, Vec<SyntaxError>> {
 /// can check those too and a load lists every error in one pass (SPEC §7). The policy is
 /// `None` when the text does not match the grammar; with no errors it is the policy [`parse`]
 /// returns.
-pub fn parse_partial(file: FileId, text: &str) -> (Option<PolicyFile>, Vec<SyntaxError>) {
+pub(crate) fn parse_partial(file: FileId, text: &str) -> (Option<PolicyFile>, Vec<SyntaxError>) {
     let checked = check_line_ends(file, text).and_then(|()| check_nesting(file, text));
     if let Err(error) = checked {
         return (None, vec![error]);

@@ -1,11 +1,12 @@
 //! Lexical forms shared by both front ends.
 //!
-//! - [`parse_duration`]: `500ms`, `30s`, `10m`, `2h`, `1d` → [`Duration`].
-//! - [`parse_rate_unit`]: `second|minute|hour|day` → the same.
-//! - [`parse_days`]: `mon`, `mon-fri`, wrapping `fri-mon`, `daily` → [`DaySet`].
-//! - [`parse_time_of_day`]: `HH:MM` with `24:00` allowed → [`TimeOfDay`].
+//! - [`parse_duration`]: `500ms`, `30s`, `10m`, `2h`, `1d` → [`Duration`]; the parsers the
+//!   front ends use besides (crate-private) read `second|minute|hour|day`, day sets (`mon`,
+//!   `mon-fri`, wrapping `fri-mon`, `daily`) and times of day (`HH:MM`, `24:00` allowed).
+//! - [`format_duration`], [`format_days`] and [`format_time_of_day`] write them back as the
+//!   formatter prints them.
 //!
-//! Each returns a one-line error message (without a span; the caller attaches one).
+//! Each parser returns a one-line error message (without a span; the caller attaches one).
 
 use super::ast::{DaySet, Duration, TimeOfDay};
 
@@ -70,7 +71,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// `500 msec` → `2h`, `2h`, `1h30m`, `500ms` — when that is not what was written and it parses;
 /// for a "did you mean" hint. Unit names are matched in full (`hours`, `hrs`, `hr`, `h`), never
 /// by edit distance, so a hint never guesses between `m` and `ms`.
-pub fn suggest_duration(text: &str) -> Option<String> {
+pub(crate) fn suggest_duration(text: &str) -> Option<String> {
     let (suggested, rest) = leading_duration_words(text)?;
     if !rest.trim().is_empty() || suggested == text {
         return None;
@@ -80,7 +81,7 @@ pub fn suggest_duration(text: &str) -> Option<String> {
 
 /// [`suggest_duration`] for the start of `text`: the duration written as words at its start
 /// (`2 hours burst 3` → `2h`), with what follows; for the parser, which stops at the `2`.
-pub fn leading_duration_words(text: &str) -> Option<(String, &str)> {
+pub(crate) fn leading_duration_words(text: &str) -> Option<(String, &str)> {
     const ALIASES: [(&str, &[&str]); 5] = [
         ("d", &["d", "day", "days"]),
         ("h", &["h", "hr", "hrs", "hour", "hours"]),
@@ -118,7 +119,7 @@ pub fn leading_duration_words(text: &str) -> Option<(String, &str)> {
 }
 
 /// Parses a `per` unit name (`second`, `minute`, `hour`, `day`).
-pub fn parse_rate_unit(text: &str) -> Option<Duration> {
+pub(crate) fn parse_rate_unit(text: &str) -> Option<Duration> {
     let seconds = match text {
         "second" => 1,
         "minute" => 60,
@@ -132,7 +133,7 @@ pub fn parse_rate_unit(text: &str) -> Option<Duration> {
 }
 
 /// The index (0 = Monday) of a three-letter day name.
-pub fn day_index(name: &str) -> Option<u8> {
+pub(crate) fn day_index(name: &str) -> Option<u8> {
     DaySet::NAMES
         .iter()
         .position(|d| *d == name)
@@ -140,7 +141,7 @@ pub fn day_index(name: &str) -> Option<u8> {
 }
 
 /// Parses `daily`, a day name, or a range `a-b` (wrapping past Sunday when `b` comes before `a`).
-pub fn parse_days(text: &str) -> Result<DaySet, String> {
+pub(crate) fn parse_days(text: &str) -> Result<DaySet, String> {
     if text == "daily" {
         return Ok(DaySet::DAILY);
     }
@@ -170,7 +171,7 @@ pub fn parse_days(text: &str) -> Result<DaySet, String> {
 }
 
 /// Parses `HH:MM` (two digits each); `24:00` is the end of the day.
-pub fn parse_time_of_day(text: &str) -> Result<TimeOfDay, String> {
+pub(crate) fn parse_time_of_day(text: &str) -> Result<TimeOfDay, String> {
     let bad = || format!("invalid time `{text}`: expected HH:MM between 00:00 and 24:00");
     let bytes = text.as_bytes();
     if bytes.len() != 5 || bytes.get(2) != Some(&b':') {

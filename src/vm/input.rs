@@ -110,6 +110,7 @@ impl RegexBudget {
     }
 
     /// `Limits::max_regex_work`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn limit(&self) -> u64 {
         self.limit
     }

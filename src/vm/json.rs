@@ -253,6 +253,7 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 
     /// True when [`Json::len`] is 0.
+    #[cfg(any(test, feature = "internals"))]
     fn is_empty(self) -> bool {
         self.len() == 0
     }
@@ -263,6 +264,7 @@ pub trait Json<'r>: Copy + Debug + 'r {
     }
 
     /// True when this is an object with a member named `key`.
+    #[cfg(any(test, feature = "internals"))]
     fn has_member(self, key: &str) -> bool {
         self.get(key).is_some()
     }

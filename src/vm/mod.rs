@@ -24,10 +24,13 @@ pub mod schema;
 pub mod window;
 
 pub use exec::{
-    Outcome, Steps, TestReport, Tracer, VmError, run, trace, trace_check, trace_from,
-    undecidable_tests_decide,
+    Outcome, TestReport, Tracer, VmError, run, trace, trace_check, undecidable_tests_decide,
 };
 #[cfg(feature = "internals")]
-pub use exec::{decided_by_plan, run_counted, run_unplanned};
-pub use input::{Input, RegexBudget, RegexWorkExceeded};
-pub use json::{CaseVariant, Json};
+pub use exec::{Steps, decided_by_plan, run_counted, run_unplanned, trace_from};
+#[cfg(feature = "internals")]
+pub use input::RegexWorkExceeded;
+pub use input::{Input, RegexBudget};
+#[cfg(feature = "internals")]
+pub use json::CaseVariant;
+pub use json::Json;

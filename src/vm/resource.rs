@@ -482,37 +482,44 @@ impl<'a> RequestResource<'a> {
     }
 
     /// The resource string as given.
+    #[cfg(any(test, feature = "internals"))]
     pub fn as_str(&self) -> &'a str {
         self.text
     }
 
     /// The resource kind.
+    #[cfg(any(test, feature = "internals"))]
     pub fn kind(&self) -> ResourceKind {
         self.kind
     }
 
     /// The scheme of an http resource.
+    #[cfg(any(test, feature = "internals"))]
     pub fn scheme(&self) -> Option<Scheme> {
         self.origin.map(|o| o.scheme)
     }
 
     /// The host of an http resource, as written (compare it case-insensitively).
+    #[cfg(any(test, feature = "internals"))]
     pub fn host(&self) -> Option<&'a str> {
         self.origin.map(|o| o.host)
     }
 
     /// The effective port of an http resource (443/80 when none was written).
+    #[cfg(any(test, feature = "internals"))]
     pub fn port(&self) -> Option<u16> {
         self.origin.map(|o| o.port)
     }
 
     /// The raw (still percent-encoded) `/`-separated path: for http without its leading `/`,
     /// for the other kinds the locator after `KIND:`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn path(&self) -> &'a str {
         self.path
     }
 
     /// The raw query string after `?`, if any.
+    #[cfg(any(test, feature = "internals"))]
     pub fn query_string(&self) -> Option<&'a str> {
         self.query
     }
@@ -845,11 +852,13 @@ impl<'a> Bindings<'a> {
     }
 
     /// The number of slots of the last match (bound or not).
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True when there are no slots.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

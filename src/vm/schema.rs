@@ -131,6 +131,7 @@ pub fn validate<'r, J: Json<'r>>(
 /// True when `instance` validates against `program`, regex work unbounded and case variants
 /// not looked for; a limit reached makes it invalid (fail closed). Allocation-free when it
 /// validates.
+#[cfg(any(test, feature = "internals"))]
 pub fn is_valid<'r, J: Json<'r>>(program: &SchemaProgram, instance: J) -> bool {
     matches!(
         validate(program, instance, &RegexBudget::unlimited(), false),

@@ -1042,7 +1042,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
         json_nodes(&request.payload) + json_nodes(&request.agent) + json_nodes(&request.context);
     for capability in &skill.capabilities {
         let mut bindings = Bindings::new();
-        if !capability.resource.matches(&resource, &mut bindings) {
+        if !capability.resource().matches(&resource, &mut bindings) {
             // The program still runs over the request; bindings are just empty.
             bindings = Bindings::new();
         }
@@ -1060,7 +1060,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
             regex_budget: &RegexBudget::unlimited(),
             refuse_case_variants: engine.limits().refuse_case_variant_reads,
         };
-        let program = capability.program.program();
+        let program = capability.program().program();
         let tests = program
             .code
             .iter()
@@ -1076,7 +1076,7 @@ fn check_cost_bound(engine: &Engine, request: &Request, now: DateTime<Utc>) {
                 )
             })
             .count() as u64;
-        let steps = match run_counted(&capability.program, &input) {
+        let steps = match run_counted(capability.program(), &input) {
             Ok((_, steps)) => steps,
             // A case variant of a name read refuses the request: no outcome to bound.
             Err(VmError::CaseVariant { .. }) => continue,

@@ -47,13 +47,7 @@ fn regression_the_verifier_refuses_code_that_touches_a_slot_below_a_jump() {
         Op::Require { check: c(2) }, // 8
         Op::Accept,     // 9
     ];
-    let check = |s: u32, e: u32| CheckInfo {
-        constraint: ConstraintKeyword::Not,
-        location: None,
-        summary: String::new(),
-        code_start: s,
-        code_end: e,
-    };
+    let check = |s: u32, e: u32| CheckInfo::new(ConstraintKeyword::Not, None, String::new(), s..e);
     let program = Program {
         debug: vec![None; code.len()],
         code,
@@ -94,13 +88,12 @@ fn regression_the_parity_trace_is_not_quadratic_in_open_jumps() {
     let program = Program {
         debug: vec![None; code.len()],
         code,
-        checks: vec![CheckInfo {
-            constraint: ConstraintKeyword::Any,
-            location: None,
-            summary: String::new(),
-            code_start: 0,
-            code_end: end,
-        }],
+        checks: vec![CheckInfo::new(
+            ConstraintKeyword::Any,
+            None,
+            String::new(),
+            0..end,
+        )],
         ..Program::default()
     };
     verify(program).unwrap();

@@ -38,13 +38,12 @@ fn key(k: &str) -> Segment {
 }
 
 fn check(code_end: u32) -> CheckInfo {
-    CheckInfo {
-        constraint: ConstraintKeyword::FieldEquals,
-        location: None,
-        summary: String::new(),
-        code_start: 0,
-        code_end,
-    }
+    CheckInfo::new(
+        ConstraintKeyword::FieldEquals,
+        None,
+        String::new(),
+        0..code_end,
+    )
 }
 
 fn program(code: Vec<Op>) -> Program {
@@ -293,9 +292,10 @@ fn trace_second_check(ranges: [(u32, u32); 2]) -> (Transcript, Transcript) {
     let mut program = program(code);
     program.checks = ranges
         .iter()
-        .map(|&(start, end)| CheckInfo {
-            code_start: start,
-            ..check(end)
+        .map(|&(start, end)| {
+            let mut check = check(end);
+            check.set_code(start..end);
+            check
         })
         .collect();
     let verified = verify(program).unwrap();
@@ -309,7 +309,7 @@ fn trace_second_check(ranges: [(u32, u32); 2]) -> (Transcript, Transcript) {
         let outcome = trace_check(&verified, input, &mut alone, check1).unwrap();
         assert_eq!(outcome, Outcome::Failed(check1));
         let mut from_start = Transcript::default();
-        let start = usize::try_from(verified.checks[1].code_start).unwrap();
+        let start = usize::try_from(verified.checks[1].code().start).unwrap();
         let outcome = trace_from(&verified, input, &mut from_start, false, start).unwrap();
         assert_eq!(outcome, Outcome::Failed(check1));
         (alone, from_start)

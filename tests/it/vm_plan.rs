@@ -172,13 +172,12 @@ fn checked_program(checks_code: &[Check]) -> Program {
         code.push(Op::Require {
             check: CheckIdx::from_usize(i).unwrap(),
         });
-        checks.push(CheckInfo {
-            constraint: ConstraintKeyword::FieldEquals,
-            location: None,
-            summary: String::new(),
-            code_start: start,
-            code_end: u32::try_from(code.len()).unwrap(),
-        });
+        checks.push(CheckInfo::new(
+            ConstraintKeyword::FieldEquals,
+            None,
+            String::new(),
+            start..u32::try_from(code.len()).unwrap(),
+        ));
     }
     code.push(Op::Accept);
     let schema = json!({
@@ -672,12 +671,13 @@ fn checks_of_several_instructions_are_run_whole_and_other_code_has_no_plan() {
         program.code = code.clone();
         program.checks = ranges
             .iter()
-            .map(|&(code_start, code_end)| CheckInfo {
-                constraint: ConstraintKeyword::FieldEquals,
-                location: None,
-                summary: String::new(),
-                code_start,
-                code_end,
+            .map(|&(code_start, code_end)| {
+                CheckInfo::new(
+                    ConstraintKeyword::FieldEquals,
+                    None,
+                    String::new(),
+                    code_start..code_end,
+                )
             })
             .collect();
         let verified = verify(program).unwrap_or_else(|e| panic!("{code:?}: {e}"));
@@ -703,7 +703,7 @@ fn load(paths: &[&std::path::Path]) -> capgate::PolicySet {
 fn compiled_programs_get_the_plans_of_their_shapes() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let scenario = load(&[&root.join("benches/peers/scenario.cap")]);
-    let program = &scenario.skills[0].capabilities[0].program;
+    let program = &scenario.skills[0].capabilities[0].program();
     let shapes: Vec<Shape> = program
         .plan()
         .expect("the scenario is one test per check")
@@ -728,7 +728,7 @@ fn compiled_programs_get_the_plans_of_their_shapes() {
         .collect();
     let planned = capabilities
         .iter()
-        .filter(|capability| capability.program.plan().is_some())
+        .filter(|capability| capability.program().plan().is_some())
         .count();
     assert_eq!(
         planned,

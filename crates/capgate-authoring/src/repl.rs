@@ -15,12 +15,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use capgate::engine::TestReport;
 use capgate::engine::{Diagnostic, Engine, PolicyFormat, PolicyLoader, Request};
 use capgate::limits::Limits;
 use capgate::runtime::SimulatedClock;
 use capgate::span::Location;
 use capgate::value::{Path, Root, Segment};
-use capgate::vm::TestReport;
 
 /// The skill, capability and resource of the synthetic policy a constraint is compiled into.
 /// Paths under `request.` see these values (`request.skill` is `repl`).
@@ -110,10 +110,10 @@ pub fn evaluate_constraint(
         .iter()
         .flat_map(|s| s.capabilities.iter())
         .find(|c| &*c.name == SYNTHETIC_CAPABILITY)
-        && capability.program.program().checks.is_empty()
+        && capability.checks().is_empty()
     {
         return Err(ConstraintError::NotEvaluable(
-            if capability.rate_limits.is_empty() {
+            if capability.rate_limits().is_empty() {
                 "no constraint to evaluate".to_owned()
             } else {
                 "`rateLimit` counts the calls a stateful engine allowed: it cannot be evaluated \

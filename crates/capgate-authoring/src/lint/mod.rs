@@ -14,7 +14,6 @@
 //! A few lints are errors ([`LintCode::is_error`]): `capgate lint` fails on them without
 //! `--deny warnings`.
 
-use capgate::compile::is_read_verb;
 use capgate::span::{FileId, Span};
 use capgate::syntax::ast::{
     Capability, Constraint, ConstraintKind, Duration, EqualsRhs, Lifetime, PolicyFile,
@@ -190,7 +189,7 @@ fn lint_capability(skill: &Skill, capability: &Capability, lints: &mut Vec<Lint>
         capability
             .operations
             .iter()
-            .find(|op| !is_read_verb(kind, &op.node))
+            .find(|op| !kind.is_read_verb(&op.node))
     });
     let operations_span = capability.operations_span.unwrap_or(capability.name.span);
     if let Some(verb) = write_verb {
@@ -555,14 +554,7 @@ fn boilerplate(text: &str) -> Option<&'static str> {
 /// (regressions). A line break is not probed: `.` excludes it unless `(?s)`, and `.*` is meant
 /// to be flagged. A regex that does not compile is not flagged (loading reports it).
 fn matches_anything(pattern: &str) -> bool {
-    let Ok(anchored) = capgate::bytecode::matcher::Matcher::anchored(pattern) else {
-        return false;
-    };
-    let Ok(regex) = capgate::bytecode::matcher::Matcher::build(
-        &anchored,
-        false,
-        capgate::limits::Limits::DEFAULT.max_regex_bytes,
-    ) else {
+    let Ok(regex) = capgate::compiled::Regex::new(pattern, &capgate::Limits::DEFAULT) else {
         return false;
     };
     let long: String = "aZ09 -_.,;:!?/\\'\"()[]{}<>@#$%^&*+=~`|\té漢😀".repeat(100);

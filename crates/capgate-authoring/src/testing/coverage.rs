@@ -56,9 +56,8 @@ impl Coverage {
         let mut capabilities = Vec::new();
         for skill in &policy.skills {
             for capability in &skill.capabilities {
-                let program = capability.program.program();
-                let mut constraints: Vec<ConstraintCoverage> = program
-                    .checks
+                let mut constraints: Vec<ConstraintCoverage> = capability
+                    .checks()
                     .iter()
                     .map(|check| ConstraintCoverage {
                         constraint: ReasonKind::from(check.constraint),
@@ -72,7 +71,7 @@ impl Coverage {
                     })
                     .collect();
                 let check_count = constraints.len();
-                constraints.extend(capability.rate_limits.iter().map(|limit| {
+                constraints.extend(capability.rate_limits().iter().map(|limit| {
                     ConstraintCoverage {
                         constraint: ReasonKind::RateLimit,
                         summary: format!("rateLimit {}", limit.summary),

@@ -226,7 +226,7 @@ fn a_zero_duration_prints_as_0s() {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("z.cap", text.to_owned(), PolicyFormat::Cap, None);
     let loaded = loader.finish().unwrap();
-    let program = &loaded.skills[0].capabilities[0].program;
+    let program = loaded.skills[0].capabilities[0].program();
     let listing = capgate::bytecode::disasm::disassemble(program);
     assert!(listing.contains("(<= 0s)"), "{listing}");
     assert!(!listing.contains("0d"), "{listing}");

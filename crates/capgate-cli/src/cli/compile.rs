@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use capgate::Limits;
-use capgate::bytecode::encode::{MAGIC, encode_capc};
+use capgate::compiled::{CAPC_MAGIC as MAGIC, encode_capc, load_capc};
 
 use super::{EXIT_INPUT, EXIT_OK, load_policies};
 
@@ -72,7 +72,7 @@ pub fn run(args: CompileArgs) -> u8 {
     // A file that would not load is not written. Loading compiles each skill's embedded manifest
     // again and compares; a difference is a compiler bug, better reported here than when a
     // gateway starts.
-    if let Err(e) = capgate::compile::load_capc(&bytes, &Limits::DEFAULT) {
+    if let Err(e) = load_capc(&bytes, &Limits::DEFAULT) {
         eprintln!("error: internal error: the compiled file would not load: {e}");
         return EXIT_INPUT;
     }

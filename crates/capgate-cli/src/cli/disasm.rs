@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use capgate::Limits;
-use capgate::bytecode::disasm::{disassemble, disassemble_plan};
-use capgate::bytecode::index::lookup;
-use capgate::bytecode::program::{CompiledCapability, RateLimitSpec};
+use capgate::compiled::{CompiledCapability, RateLimitSpec};
 use capgate::syntax::ast::Duration;
 use capgate::syntax::units::format_duration;
 use capgate::value::escape_controls;
@@ -51,8 +49,8 @@ pub(super) fn summary(capability: &CompiledCapability) -> String {
     format!(
         "capability `{}`: {} {} [{}]",
         escape_controls(&capability.name),
-        capability.resource.kind().name(),
-        escape_controls(capability.resource.locator()),
+        capability.resource_kind().name(),
+        escape_controls(capability.locator()),
         escape_controls(&operations.join(", "))
     )
 }
@@ -61,9 +59,8 @@ pub(super) fn summary(capability: &CompiledCapability) -> String {
 /// run after them.
 pub(super) fn print_capability(capability: &CompiledCapability) {
     outln!("{}", summary(capability));
-    out!("{}", disassemble(capability.program.program()));
-    out!("{}", disassemble_plan(capability.program.plan()));
-    for limit in &capability.rate_limits {
+    out!("{}", capability.disassemble());
+    for limit in capability.rate_limits() {
         outln!(
             "  then  rateLimit {}",
             escape_controls(&rate_limit(capability, limit))
@@ -82,11 +79,7 @@ fn rate_limit(capability: &CompiledCapability, limit: &RateLimitSpec) -> String 
     if let Some(burst) = limit.burst {
         text.push_str(&format!(" burst {burst}"));
     }
-    let by: Vec<&str> = limit
-        .by
-        .iter()
-        .map(|&path| lookup(&capability.program.paths, path).map_or("?", |p| p.text.as_str()))
-        .collect();
+    let by: Vec<&str> = capability.rate_limit_keys(limit).collect();
     if !by.is_empty() {
         text.push_str(&format!(" by {}", by.join(", ")));
     }

@@ -2109,8 +2109,9 @@ fn outputs(text: &str) -> Vec<String> {
     let mut loader = PolicyLoader::new(Limits::DEFAULT);
     loader.add_text("b.cap", policy_quoting(text), PolicyFormat::Cap, None);
     let loaded = loader.finish().unwrap();
-    let listing =
-        capgate::bytecode::disasm::disassemble(loaded.skills[0].capabilities[0].program.program());
+    let listing = capgate::bytecode::disasm::disassemble(
+        loaded.skills[0].capabilities[0].program().program(),
+    );
     let engine = Engine::builder(loaded)
         .state(Arc::new(InMemoryStore::new()))
         .build();

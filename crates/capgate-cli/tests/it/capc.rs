@@ -72,7 +72,7 @@ fn disassembly(skills: &[CompiledSkill]) -> Vec<String> {
     skills
         .iter()
         .flat_map(|s| s.capabilities.iter())
-        .map(|c| disassemble(c.program.program()))
+        .map(|c| disassemble(c.program().program()))
         .collect()
 }
 
@@ -120,11 +120,11 @@ fn every_check_of_the_policies_is_self_contained_compiled_or_decoded() {
     for policy in [load_sources(), decoded] {
         for skill in &policy.skills {
             for capability in &skill.capabilities {
-                for i in 0..capability.program.checks.len() {
+                for i in 0..capability.program().checks.len() {
                     checks += 1;
                     assert!(
                         capability
-                            .program
+                            .program()
                             .self_contained(CheckIdx::from_usize(i).unwrap()),
                         "{} / {}: check {i}",
                         skill.name,
@@ -174,26 +174,26 @@ fn decoded_skills_keep_identity_gating_and_programs() {
         for (x, y) in a.capabilities.iter().zip(&b.capabilities) {
             assert_eq!(x.name, y.name);
             assert_eq!(x.location, y.location);
-            assert_eq!(x.resource, y.resource);
+            assert_eq!(x.resource(), y.resource());
             assert_eq!(x.operations, y.operations);
             assert_eq!(x.lifetime, y.lifetime);
             assert_eq!(x.required_autonomy, y.required_autonomy);
             assert_eq!(x.sensitivity, y.sensitivity);
             assert_eq!(x.justification, y.justification);
-            assert_eq!(x.rate_limits, y.rate_limits);
-            assert_eq!(x.program.code, y.program.code);
-            assert_eq!(x.program.debug, y.program.debug);
-            assert_eq!(x.program.consts, y.program.consts);
-            assert_eq!(x.program.paths, y.program.paths);
-            assert_eq!(x.program.windows, y.program.windows);
-            assert_eq!(x.program.bounds, y.program.bounds);
-            assert_eq!(x.program.checks, y.program.checks);
-            assert_eq!(x.program.max_stack(), y.program.max_stack());
+            assert_eq!(x.rate_limits(), y.rate_limits());
+            assert_eq!(x.program().code, y.program().code);
+            assert_eq!(x.program().debug, y.program().debug);
+            assert_eq!(x.program().consts, y.program().consts);
+            assert_eq!(x.program().paths, y.program().paths);
+            assert_eq!(x.program().windows, y.program().windows);
+            assert_eq!(x.program().bounds, y.program().bounds);
+            assert_eq!(x.program().checks, y.program().checks);
+            assert_eq!(x.program().max_stack(), y.program().max_stack());
             // Derived from the verified code: a decoded program gets the compiled one's plan,
             // flat schemas and all.
-            assert_eq!(x.program.plan(), y.program.plan());
+            assert_eq!(x.program().plan(), y.program().plan());
             assert!(
-                x.program.plan().is_some(),
+                x.program().plan().is_some(),
                 "every compiled program has a plan"
             );
         }
@@ -216,8 +216,8 @@ fn json_numbers_keep_their_integer_or_float_form() {
     );
     let decoded = load_capc(&encode_capc(&policy.skills).unwrap(), &Limits::DEFAULT).unwrap();
     let (a, b) = (
-        &policy.skills[0].capabilities[0].program,
-        &decoded.skills[0].capabilities[0].program,
+        &policy.skills[0].capabilities[0].program(),
+        &decoded.skills[0].capabilities[0].program(),
     );
     assert_eq!(a.consts, b.consts);
     assert_eq!(a.sets, b.sets);
@@ -845,7 +845,7 @@ fn a_capc_whose_bytecode_differs_from_its_manifest_is_refused() {
         "  capability \"c\" {\n    resource http \"https://api.example.com/x\"\n    operations GET\n  }",
     );
     let mut forged = policy.skills.clone();
-    forged[0].capabilities[0].program = open.skills[0].capabilities[0].program.clone();
+    forged[0].capabilities[0].set_program(open.skills[0].capabilities[0].program().clone());
     // Loaded, it would allow what the manifest denies.
     let engine = |skills: Vec<CompiledSkill>| {
         capgate::Engine::builder(PolicySet {
@@ -1020,7 +1020,7 @@ fn an_old_format_capc_is_refused_with_a_recompile_hint() {
 #[test]
 fn disasm_lists_only_checks_that_the_instructions_run() {
     let policy = guarded();
-    let compiled = policy.skills[0].capabilities[0].program.program();
+    let compiled = policy.skills[0].capabilities[0].program().program();
     let check0 = CheckIdx::from_usize(0).unwrap();
     assert_eq!(required_checks(compiled), vec![check0]);
     let listed = "check0   fieldEquals payload.role == \"user\"";
@@ -1032,8 +1032,8 @@ fn disasm_lists_only_checks_that_the_instructions_run() {
     program.code.insert(0, Op::Accept);
     program.debug.insert(0, None);
     for check in &mut program.checks {
-        check.code_start += 1;
-        check.code_end += 1;
+        let code = check.code();
+        check.set_code(code.start + 1..code.end + 1);
     }
     assert!(verify(program.clone()).is_ok());
     assert!(required_checks(&program).is_empty());
@@ -1044,12 +1044,13 @@ fn disasm_lists_only_checks_that_the_instructions_run() {
     assert!(text.contains("0000  accept"), "{text}");
 
     // Of two checks in the table, the one no `require` names is not listed.
-    let info = |summary: &str| CheckInfo {
-        constraint: ConstraintKeyword::FieldEquals,
-        location: None,
-        summary: summary.to_owned(),
-        code_start: 0,
-        code_end: 2,
+    let info = |summary: &str| {
+        CheckInfo::new(
+            ConstraintKeyword::FieldEquals,
+            None,
+            summary.to_owned(),
+            0..2,
+        )
     };
     let check1 = CheckIdx::from_usize(1).unwrap();
     let program = Program {

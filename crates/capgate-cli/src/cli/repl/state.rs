@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Map, Value};
 
-use capgate::bytecode::program::{CompiledSkill, LifetimeSpec};
+use capgate::compiled::{CompiledSkill, LifetimeSpec};
 use capgate::span::SourceMap;
 use capgate::value::{escape_controls, escape_controls_in_lines, truncate_for_message};
 use capgate::vocabulary::CONSTRAINT_WORDS;
@@ -701,7 +701,7 @@ impl Repl {
             let checks = policy
                 .skill(&request.skill)
                 .and_then(|s| s.capability(&trace.capability))
-                .map(|c| &c.program.program().checks);
+                .map(|c| c.checks());
             if trace.checks.is_empty() {
                 outln!("    (no constraints)");
             }
@@ -726,7 +726,7 @@ impl Repl {
                 .skill(&request.skill)
                 .and_then(|s| s.capability(&trace.capability))
             {
-                for limit in &capability.rate_limits {
+                for limit in capability.rate_limits() {
                     outln!(
                         "    {} rateLimit {} (stateful: see the decision)",
                         self.style.dim("·"),
@@ -777,7 +777,7 @@ fn decision_text(style: Style, decision: &Decision) -> String {
 }
 
 /// One test of a trace: its mark, the path and the value it saw there, and the message.
-fn print_test(style: Style, test: &capgate::vm::TestReport, request: &Request, indent: &str) {
+fn print_test(style: Style, test: &capgate::engine::TestReport, request: &Request, indent: &str) {
     let path = match test.path.as_deref() {
         Some(path) => match value_at(request, path) {
             Some(value) => format!("{path} = {}: ", truncate_for_message(&value, 64)),

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use capgate::bytecode::program::CompiledSkill;
+use capgate::compiled::CompiledSkill;
 use capgate::syntax::ast::ResourceKind;
 use capgate::vocabulary::{CONSTRAINT_WORDS, ITEM_WORDS};
 
@@ -57,8 +57,8 @@ impl Vocabulary {
             names.skills.insert(skill.name.to_string());
             for capability in &skill.capabilities {
                 names.capabilities.insert(capability.name.to_string());
-                for path in &capability.program.program().paths {
-                    names.paths.insert(path.text.clone());
+                for path in capability.paths() {
+                    names.paths.insert(path.to_owned());
                 }
             }
         }
