@@ -6,6 +6,7 @@ mod common;
 mod differential;
 mod engine_semantics;
 mod fuzz_regressions;
+mod layers;
 mod manifest_cases;
 mod policies;
 mod regressions;
