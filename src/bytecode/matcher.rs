@@ -197,6 +197,7 @@ fn ast_parser() -> ast::parse::Parser {
 /// (`\d+` → `[[:digit:]]+`, `[^\s@]` → `[^[:space:]@]`): a pattern the regex crate answers as a
 /// [`Matcher`] of `pattern` does. For the reference evaluator and the tests that hold the
 /// matcher to the regex crate.
+#[cfg(any(test, feature = "internals", feature = "reference"))]
 pub fn with_ascii_classes(pattern: &str) -> Result<String, regex::Error> {
     let mut ast = ast_parser()
         .parse(pattern)

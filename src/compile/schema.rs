@@ -102,12 +102,14 @@ pub struct SchemaCompileError {
 
 /// Compiles a `payloadSchema` into a program, or returns every error found; a `pattern` may
 /// compile to at most [`SCHEMA_REGEX_SIZE_LIMIT`] bytes.
+#[cfg(any(test, feature = "internals", feature = "reference"))]
 pub fn compile_schema(schema: &Value) -> Result<SchemaProgram, Vec<SchemaCompileError>> {
     compile_schema_with_regex_limit(schema, SCHEMA_REGEX_SIZE_LIMIT)
 }
 
 /// [`compile_schema`] with the engine's `Limits::max_regex_bytes` as the largest compiled size
 /// of a `pattern`, as for `fieldMatches` (regression: patterns always had the default).
+#[cfg(any(test, feature = "internals", feature = "reference"))]
 pub fn compile_schema_with_regex_limit(
     schema: &Value,
     regex_limit: usize,
