@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::{AuditSink, Engine, EngineError, PolicySet, parse_json_with_depth};
 use crate::limits::Limits;
-use crate::time::parse_duration;
 use crate::runtime::{InMemoryStore, SimulatedClock};
+use crate::time::parse_duration;
 use crate::time::parse_timestamp;
 
 /// How a session's engine is built.

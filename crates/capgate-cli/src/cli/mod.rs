@@ -29,6 +29,7 @@ mod lint;
 mod output;
 mod repl;
 mod replay;
+mod serve;
 mod test;
 
 use std::path::PathBuf;
@@ -85,6 +86,8 @@ enum Command {
     Lint(lint::LintArgs),
     /// Print a policy in its other form (`.cap` or JSON manifest).
     Convert(convert::ConvertArgs),
+    /// Serve decisions over HTTP to gateways and agent runtimes (`docs/server.md`).
+    Serve(serve::ServeArgs),
 }
 
 /// Writes to standard output. If the reader has gone away (broken pipe), the process exits
@@ -122,6 +125,7 @@ pub fn run() -> ExitCode {
         Command::Fmt(args) => fmt::run(args),
         Command::Lint(args) => lint::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     ExitCode::from(code)
 }
