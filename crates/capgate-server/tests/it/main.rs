@@ -1,0 +1,8 @@
+//! The server's integration tests, one binary: each module is one area, each test a server of its
+//! own on a free loopback port, spoken to over a socket.
+
+mod check;
+mod common;
+mod connections;
+mod operator;
+mod reload;
