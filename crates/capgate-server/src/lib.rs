@@ -14,8 +14,10 @@
 
 pub mod audit;
 pub mod body;
+pub mod call;
 pub mod credential;
 pub mod error;
+pub mod identity;
 pub mod metrics;
 pub mod operator;
 pub mod reload;
