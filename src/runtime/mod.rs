@@ -18,7 +18,6 @@
 pub mod clock;
 mod error;
 mod grants;
-mod instants;
 pub mod rate;
 mod rate_table;
 mod store;
