@@ -8,11 +8,20 @@
 //!   revocation, approvals and rate limits through a [`StateStore`].
 //! - [`Decision`], [`Reason`], [`Request`] are the wire types of SPEC §4.
 //! - [`AuditSink`] receives one [`AuditRecord`] per decision.
+//!
+//! This file is the facade: the public methods of [`Engine`] and how a request reaches a
+//! decision (the thread's tape, the full parse, observe mode, the audit record). The rest lives
+//! beside it: the decision path in `decide.rs` (a request, its candidates and their steps), the
+//! reasons of a deny in `explain.rs`, each thread's policy snapshot in `snapshot.rs`, the
+//! operator API of a stateful engine (grants, transactions, revocation, approvals) in
+//! `state.rs`, the request as a decision reads it in `view.rs`, and rate-limit keys in
+//! `rate_key.rs`.
 
 mod audit;
 mod builder;
+mod decide;
 mod decision;
-mod eval;
+mod explain;
 mod index;
 mod load;
 mod named;
@@ -31,7 +40,7 @@ pub use crate::vm::TestReport;
 pub use audit::{AuditRecord, AuditSink, AuditWriteFailures, JsonLinesAudit};
 pub use builder::{EngineBuilder, EngineError, MIN_RATE_KEY_SECRET_BYTES};
 pub use decision::{Decision, Reason, ReasonKind, Verdict};
-pub use eval::CandidateTrace;
+pub use explain::CandidateTrace;
 pub use index::SkillIndex;
 pub use load::{Diagnostic, LoadError, PolicyFormat, PolicyLoader, PolicySet};
 pub use request::{
@@ -184,6 +193,12 @@ impl Engine {
         decision
     }
 
+    /// Traces every candidate's every constraint (for `:explain`). Stateless: lifetimes and
+    /// rate limits are not consulted.
+    pub fn explain(&self, request: &Request) -> Vec<CandidateTrace> {
+        explain::traces(self, &request.view())
+    }
+
     /// Which member names of one object this engine refuses as one name given twice: the rule
     /// to parse a document for [`Engine::check_doc`] with ([`Repeats::CaseFolded`] unless
     /// `Limits::refuse_case_variant_members` is off).
@@ -241,9 +256,9 @@ impl Engine {
     #[inline(always)]
     fn decide_audited<'r, J: crate::vm::Json<'r>>(&self, view: &RequestView<'r, J>) -> Decision {
         match &self.audit {
-            None => self.decide(view),
+            None => decide::decide(self, view),
             Some(sink) => {
-                let (decision, revision) = self.decide_with_revision(view);
+                let (decision, revision) = decide::decide_with_revision(self, view);
                 self.audit_record(sink.as_ref(), view, &decision, revision);
                 decision
             }
@@ -258,7 +273,7 @@ impl Engine {
         self.with_tape_view(
             &mut Tape::new(),
             bytes,
-            |view| Some(self.decide(view)),
+            |view| Some(decide::decide(self, view)),
             || None,
         )
     }

@@ -112,7 +112,8 @@ impl Engine {
         // Process and transaction lifetimes need no token; a grant for them is recorded as a
         // one-call grant so the token is still valid, revocable and pinned, but the engine does
         // not require or consume it.
-        let lifetime = super::eval::grant_lifetime(cap.lifetime).unwrap_or(GrantLifetime::Calls(1));
+        let lifetime =
+            super::decide::grant_lifetime(cap.lifetime).unwrap_or(GrantLifetime::Calls(1));
         let token = token
             .unwrap_or_else(|| format!("g-{}", self.next_grant.fetch_add(1, Ordering::Relaxed)));
         store.issue_grant(NewGrant {

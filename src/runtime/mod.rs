@@ -18,7 +18,6 @@
 mod clock;
 mod error;
 mod grants;
-mod instants;
 mod rate;
 mod rate_table;
 mod store;

@@ -9,7 +9,7 @@ use crate::bytecode::index::{Index, lookup};
 use crate::bytecode::op::Op;
 use crate::bytecode::program::Program;
 
-use super::exec::Seen;
+use super::test_op::Seen;
 fn path_text(program: &Program, index: impl Index) -> String {
     lookup(&program.paths, index).map_or_else(|| "?".to_owned(), |p| p.text.clone())
 }

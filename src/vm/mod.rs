@@ -21,6 +21,7 @@ pub mod path;
 mod plan;
 pub mod resource;
 pub mod schema;
+mod test_op;
 pub mod window;
 
 pub use exec::{

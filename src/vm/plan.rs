@@ -12,11 +12,12 @@
 //! program's; the differential tests (`tests/it/vm_plan.rs`) hold it to that, against the run
 //! without a plan.
 
-use super::exec::{Silent, Steps, check_holds, test};
+use super::exec::{Silent, Steps, check_holds};
 use super::input::Input;
 use super::json::{Json, JsonKind};
 use super::path::{Leaf, follow_keys};
 use super::schema::leaf_holds;
+use super::test_op::test;
 use crate::bytecode::index::{CheckIdx, PathIdx, lookup};
 use crate::bytecode::matcher::Matcher;
 use crate::bytecode::op::Op;
