@@ -362,6 +362,22 @@ impl CompiledCapability {
         })
     }
 
+    /// True when its constraints read the payload: a path under `payload`, a `payloadSchema`,
+    /// or a rate limit `by` a payload path.
+    pub fn reads_payload(&self) -> bool {
+        let program = self.program.program();
+        !program.schemas.is_empty()
+            || program.paths.iter().any(|path| {
+                matches!(
+                    path.access,
+                    PathAccess::Json {
+                        root: JsonRoot::Payload,
+                        ..
+                    }
+                )
+            })
+    }
+
     /// Every request path its constraints read (`payload.attendees[*].email`), as written.
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.program.program().paths.iter().map(|p| p.text.as_str())

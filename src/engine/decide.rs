@@ -517,6 +517,12 @@ impl<'c, 'r, J: Json<'r>> Candidate<'c, 'r, J> {
     /// Runs the constraint program; on failure, traces it to build the reason.
     fn program(&self) -> Step<'static> {
         let (capability, input) = (self.capability, self.input);
+        if let Some(why) = self.request.payload_unreadable
+            && capability.reads_payload()
+        {
+            let message = format!("the payload cannot be read as the upstream will read it: {why}");
+            return Step::Fails(reason_for(capability, ReasonKind::Input, message));
+        }
         let left = input.regex_budget.left();
         match crate::vm::run(&capability.program, input) {
             Ok(Outcome::Accepted) => Step::Holds,

@@ -357,6 +357,28 @@ impl Engine {
         self.check_value_measured(value, None)
     }
 
+    /// Decides a request whose call has a payload that cannot be read as its upstream will
+    /// read it — a body that is not JSON, is compressed, arrived only in part or was not
+    /// forwarded — `why` saying which. The request's own `payload` member is ignored. Every
+    /// candidate capability whose constraints read the payload
+    /// ([`CompiledCapability::reads_payload`](crate::compiled::CompiledCapability::reads_payload))
+    /// fails with `input`, so a payload constraint is never skipped; the others decide as
+    /// usual. The gateway modes of `capgate serve` decide such calls with it.
+    pub fn check_value_without_payload(&self, mut value: serde_json::Value, why: &str) -> Decision {
+        if let Some(object) = value.as_object_mut() {
+            object.remove("payload");
+        }
+        let named = Named::from_value(&value);
+        match Request::from_value_measured(value, None, &self.limits) {
+            Ok(request) => {
+                let mut view = request.view();
+                view.payload_unreadable = Some(why);
+                self.decide_audited(&view)
+            }
+            Err(e) => self.refuse_input(named, &e),
+        }
+    }
+
     /// [`Engine::check_value`] on a value read from `text_size` bytes of text (a session line's
     /// `call` member): the size limit counts those bytes, as `check_slice` would. Any bound at
     /// least the text's size will do while it is within the limit.

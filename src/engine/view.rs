@@ -42,6 +42,9 @@ pub(crate) struct RequestView<'r, J> {
     pub autonomy: Option<J>,
     /// The call's time, if given.
     pub time: Option<&'r str>,
+    /// Set when the call has a payload that cannot be read as its upstream will read it:
+    /// why. Every capability that reads the payload then fails with `input`.
+    pub payload_unreadable: Option<&'r str>,
 }
 
 impl Request {
@@ -60,6 +63,7 @@ impl Request {
             grant: self.grant.as_deref(),
             autonomy: self.autonomy.as_ref(),
             time: self.time.as_deref(),
+            payload_unreadable: None,
         }
     }
 }
@@ -204,6 +208,7 @@ impl<'r> RequestView<'r, NodeRef<'r>> {
             grant: None,
             autonomy: None,
             time: None,
+            payload_unreadable: None,
         };
         let (mut skill, mut operation, mut resource) = (false, false, false);
         let optional = |member, value: NodeRef<'r>| match value.kind() {

@@ -3212,3 +3212,75 @@ fn a_clock_outside_the_supported_range_says_so() {
         "rate limit of 1 per 1m reached"
     );
 }
+
+// ------------------------------------------------------------------------------------------------
+// A payload the upstream reads differently (the gateway modes)
+// ------------------------------------------------------------------------------------------------
+
+#[test]
+fn an_unreadable_payload_fails_every_capability_that_reads_it_with_input() {
+    let cap = r#"skill "s" {
+  version "1"
+  capability "optional-field" {
+    resource http "https://api.example.com/a"
+    operations POST
+    justification "test"
+    lifetime process
+    optional fieldEquals payload.kind == "note"
+  }
+  capability "schema" {
+    resource http "https://api.example.com/a"
+    operations POST
+    justification "test"
+    lifetime process
+    payloadSchema { "type": ["object", "null"] }
+  }
+  capability "negated" {
+    resource http "https://api.example.com/a"
+    operations POST
+    justification "test"
+    lifetime process
+    not { fieldEquals payload.admin == true }
+  }
+  capability "keyed" {
+    resource http "https://api.example.com/a"
+    operations POST
+    justification "test"
+    lifetime process
+    rateLimit 5 per minute by payload.user
+  }
+  capability "no-payload" {
+    resource http "https://api.example.com/b"
+    operations POST
+    justification "test"
+    lifetime process
+    fieldEquals context.org == "acme"
+  }
+}"#;
+    let (engine, _clock) = stateful(cap);
+    let request = |path: &str| {
+        json!({
+            "skill": "s", "operation": "POST", "resource": format!("https://api.example.com/{path}"),
+            "context": {"org": "acme"}, "autonomy": 100,
+            "payload": {"kind": "note", "user": "u"},
+        })
+    };
+    // Read, every one of these capabilities allows (the first one decides).
+    let readable = engine.check_value(request("a"));
+    assert_eq!(readable.verdict, Verdict::Allow, "{readable:?}");
+    // Unreadable, each fails with `input`, `optional` and `not` included: none allows.
+    let decision = engine.check_value_without_payload(request("a"), "the body is gzip");
+    assert_eq!(decision.verdict, Verdict::Deny);
+    assert_eq!(kinds(&decision), ["input", "input", "input", "input"]);
+    assert!(
+        decision.reasons[0]
+            .message
+            .ends_with("cannot be read as the upstream will read it: the body is gzip"),
+        "{}",
+        decision.reasons[0].message
+    );
+    // A capability that reads no payload decides as usual.
+    let decision = engine.check_value_without_payload(request("b"), "the body is gzip");
+    assert_eq!(decision.verdict, Verdict::Allow);
+    assert_eq!(decision.capability.as_deref(), Some("no-payload"));
+}

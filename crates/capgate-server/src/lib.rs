@@ -17,6 +17,8 @@ pub mod body;
 pub mod call;
 pub mod credential;
 pub mod error;
+pub mod ext_authz;
+pub mod gateway;
 pub mod identity;
 pub mod metrics;
 pub mod operator;
@@ -24,6 +26,7 @@ pub mod reload;
 pub mod routes;
 pub mod serve;
 pub mod state;
+pub mod subrequest;
 pub mod tls;
 
 pub use serve::{ConnectionLimits, ServeConfig, ServeError, Server, run};

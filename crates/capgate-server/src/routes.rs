@@ -29,6 +29,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/check", post(check))
         .merge(operator::routes())
+        .merge(crate::subrequest::routes())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))

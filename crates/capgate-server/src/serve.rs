@@ -18,6 +18,9 @@ use tokio_rustls::TlsAcceptor;
 use crate::audit::QueuedAudit;
 use crate::body::BodyLimits;
 use crate::credential::{CredentialError, TokenFile};
+use crate::ext_authz::ExtAuthz;
+use crate::gateway::Gateway;
+use crate::identity::Identities;
 use crate::metrics::Metrics;
 use crate::reload::{Reloader, load, watch};
 use crate::routes::router;
@@ -37,8 +40,12 @@ pub struct ServeConfig {
     pub operator_token_file: Option<PathBuf>,
     /// The audit log (JSON Lines, appended).
     pub audit: Option<PathBuf>,
-    /// The TLS certificate chain and key (PEM).
+    /// The TLS certificate chain and key (PEM), for every listener.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// The agents' credentials (`--identities`), for the gateway modes.
+    pub identities: Option<PathBuf>,
+    /// Where Envoy's gRPC external authorization is served, if anywhere.
+    pub grpc_listen: Option<SocketAddr>,
     /// Serve plain HTTP on a non-loopback address.
     pub insecure_plaintext: bool,
     /// Observe mode (SPEC §5.1).
@@ -109,6 +116,12 @@ pub enum ServeError {
     /// The policy paths cannot be watched.
     #[error("cannot watch the policy paths: {0}")]
     Watch(#[from] notify::Error),
+    /// The identities file.
+    #[error(transparent)]
+    Identities(#[from] crate::identity::IdentityError),
+    /// The gRPC server failed.
+    #[error("gRPC: {0}")]
+    Grpc(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
@@ -119,6 +132,8 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
 /// A server bound to its address, ready to run.
 pub struct Server {
     listener: TcpListener,
+    grpc: Option<TcpListener>,
+    grpc_tls: Option<(PathBuf, PathBuf)>,
     tls: Option<TlsAcceptor>,
     state: AppState,
     connections: ConnectionLimits,
@@ -154,6 +169,10 @@ impl Server {
             Some(path) => Some(Arc::new(TokenFile::open(path)?)),
             None => None,
         };
+        let identities = Arc::new(match &config.identities {
+            Some(path) => Identities::load(path)?,
+            None => Identities::default(),
+        });
         let policy = load(&config.policies, config.limits)?;
         let audit = match &config.audit {
             Some(path) => Some(
@@ -186,7 +205,16 @@ impl Server {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(io(format!("cannot listen on {}", config.listen)))?;
+        let grpc = match config.grpc_listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(io(format!("cannot listen on {address}")))?,
+            ),
+            None => None,
+        };
         let state = AppState {
+            gateway: Gateway::new(Arc::clone(&engine)),
             engine,
             metrics,
             pep,
@@ -198,9 +226,12 @@ impl Server {
                 timeout: config.connections.body_timeout,
             },
             audit,
+            identities,
         };
         Ok(Server {
             listener,
+            grpc,
+            grpc_tls: config.tls.clone(),
             tls,
             state,
             connections: config.connections,
@@ -215,6 +246,14 @@ impl Server {
     /// The socket's address cannot be read.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+
+    /// The address of the gRPC listener, if there is one.
+    ///
+    /// # Errors
+    /// The socket's address cannot be read.
+    pub fn grpc_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.grpc.as_ref().map(TcpListener::local_addr).transpose()
     }
 
     /// The handlers' shared state.
@@ -232,6 +271,16 @@ impl Server {
             Some(watch(&self.paths, self.state.reloader.clone())?)
         } else {
             None
+        };
+        let (stop_grpc, grpc_stopped) = tokio::sync::watch::channel(false);
+        let grpc = match self.grpc {
+            Some(listener) => Some(tokio::spawn(serve_grpc(
+                listener,
+                self.grpc_tls.clone(),
+                self.state.clone(),
+                grpc_stopped,
+            ))),
+            None => None,
         };
         let service = TowerToHyperService::new(router(self.state.clone()));
         let permits = Arc::new(Semaphore::new(self.connections.max_connections));
@@ -288,6 +337,14 @@ impl Server {
             });
         }
         drop(self.listener);
+        let _ = stop_grpc.send(true);
+        if let Some(grpc) = grpc {
+            match tokio::time::timeout(limits.shutdown_grace, grpc).await {
+                Ok(Ok(Err(error))) => tracing::error!(%error, "the gRPC server failed"),
+                Ok(Err(_)) | Err(_) => tracing::warn!("the gRPC server did not stop in time"),
+                Ok(Ok(Ok(()))) => {}
+            }
+        }
         if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
             .await
             .is_err()
@@ -300,6 +357,39 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// Serves Envoy's external authorization on `listener` until `stop` turns true.
+async fn serve_grpc(
+    listener: TcpListener,
+    tls: Option<(PathBuf, PathBuf)>,
+    state: AppState,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let service = ExtAuthz::new(
+        state.gateway.clone(),
+        Arc::clone(&state.pep),
+        Arc::clone(&state.metrics),
+    )
+    .into_service();
+    let mut builder = tonic::transport::Server::builder();
+    if let Some((cert, key)) = tls {
+        let read = |path: &PathBuf| {
+            std::fs::read(path).map_err(|e| ServeError::Tls(format!("{}: {e}", path.display())))
+        };
+        let identity = tonic::transport::Identity::from_pem(read(&cert)?, read(&key)?);
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .map_err(|e| ServeError::Tls(e.to_string()))?;
+    }
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    builder
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        })
+        .await
+        .map_err(|e| ServeError::Grpc(e.to_string()))
 }
 
 /// Completes on SIGTERM or SIGINT. On SIGHUP it re-reads the token files and reloads the policy.

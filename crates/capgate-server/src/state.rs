@@ -10,6 +10,8 @@ use crate::audit::QueuedAudit;
 use crate::body::BodyLimits;
 use crate::credential::{TokenFile, bearer};
 use crate::error::ApiError;
+use crate::gateway::Gateway;
+use crate::identity::Identities;
 use crate::metrics::Metrics;
 use crate::reload::Reloader;
 
@@ -71,6 +73,10 @@ pub struct AppState {
     pub body: BodyLimits,
     /// The audit log, if any.
     pub audit: Option<Arc<QueuedAudit>>,
+    /// The engine as the gateway modes decide with it.
+    pub gateway: Gateway,
+    /// The agents' credentials and what they bind (`--identities`).
+    pub identities: Arc<Identities>,
 }
 
 impl AppState {

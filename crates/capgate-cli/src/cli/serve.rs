@@ -34,6 +34,13 @@ pub struct ServeArgs {
     /// The TLS private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// The agents' credentials, as SHA-256 digests bound to skill, agent, context and autonomy,
+    /// for the gateway modes (the auth-subrequest dialects).
+    #[arg(long, value_name = "FILE")]
+    identities: Option<PathBuf>,
+    /// Also serve Envoy's gRPC external authorization (`envoy.service.auth.v3`) here.
+    #[arg(long, value_name = "ADDR")]
+    grpc_listen: Option<SocketAddr>,
     /// Serve plain HTTP on a non-loopback address.
     #[arg(long)]
     insecure_plaintext: bool,
@@ -61,6 +68,8 @@ pub fn run(args: ServeArgs) -> u8 {
         operator_token_file: args.operator_token_file,
         audit: args.audit,
         tls: args.tls_cert.zip(args.tls_key),
+        identities: args.identities,
+        grpc_listen: args.grpc_listen,
         insecure_plaintext: args.insecure_plaintext,
         observe: args.observe,
         watch: !args.no_watch,

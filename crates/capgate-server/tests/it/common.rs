@@ -57,6 +57,8 @@ pub fn config(dir: &Path, policies: Vec<PathBuf>) -> ServeConfig {
         operator_token_file: Some(write(dir, "operator.token", OPERATOR)),
         audit: Some(dir.join("audit.jsonl")),
         tls: None,
+        identities: Some(write(dir, "identities.json", &identities())),
+        grpc_listen: Some("127.0.0.1:0".parse().unwrap()),
         insecure_plaintext: false,
         observe: false,
         watch: false,
@@ -70,9 +72,33 @@ pub fn config(dir: &Path, policies: Vec<PathBuf>) -> ServeConfig {
     }
 }
 
+/// The credential of the test agent, bound to skill `notes` (autonomy 100, org acme).
+pub const AGENT: &str = "agent-credential-0123456789";
+/// The credential of a second agent, bound to skill `notes` with autonomy 0.
+pub const TIMID_AGENT: &str = "timid-agent-credential-0123";
+
+fn sha256_hex(text: &str) -> String {
+    capgate_server::credential::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The identities file of the test servers.
+pub fn identities() -> String {
+    serde_json::json!({"identities": [
+        {"credential_sha256": sha256_hex(AGENT), "skill": "notes",
+         "agent": {"id": "a-1"}, "context": {"org": "acme"}, "autonomy": 100},
+        {"credential_sha256": sha256_hex(TIMID_AGENT), "skill": "notes",
+         "agent": {"id": "a-2"}, "context": {"org": "acme"}, "autonomy": 0},
+    ]})
+    .to_string()
+}
+
 /// A running server; dropping it shuts it down and waits for it.
 pub struct Running {
     pub address: SocketAddr,
+    pub grpc: Option<SocketAddr>,
     pub state: AppState,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -113,7 +139,11 @@ pub fn start(config: ServeConfig) -> Running {
         runtime.block_on(async move {
             let server = Server::bind(config).await.unwrap();
             ready_tx
-                .send((server.local_addr().unwrap(), server.state().clone()))
+                .send((
+                    server.local_addr().unwrap(),
+                    server.grpc_addr().unwrap(),
+                    server.state().clone(),
+                ))
                 .unwrap();
             server
                 .run(async {
@@ -123,9 +153,10 @@ pub fn start(config: ServeConfig) -> Running {
                 .unwrap();
         });
     });
-    let (address, state) = ready_rx.recv().unwrap();
+    let (address, grpc, state) = ready_rx.recv().unwrap();
     Running {
         address,
+        grpc,
         state,
         stop: Some(stop),
         thread: Some(thread),

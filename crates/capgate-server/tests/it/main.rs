@@ -4,5 +4,7 @@
 mod check;
 mod common;
 mod connections;
+mod ext_authz;
+mod gateway;
 mod operator;
 mod reload;
