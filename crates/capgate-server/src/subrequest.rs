@@ -11,8 +11,9 @@
 //! The agent is named by its own credential in `X-Capgate-Credential`, which the front passes
 //! through and strips before the upstream; `--identities` binds it to skill, agent, context and
 //! autonomy. Answers: 200 allow; 403 deny or approval required (with `x-capgate-reason` and
-//! `x-capgate-approval-required`, and the decision as the body); 401 without the PEP token;
-//! 407 without a known agent credential.
+//! `x-capgate-approval-required`, and the decision as the body); 401 without the PEP token
+//! (`unauthorized`) or without a known agent credential (`unknown_agent`) — 401, because a
+//! front passes 401 and 403 on and turns any other status into an error.
 //!
 //! The body: a subrequest that carries one (Traefik's `forwardBody`, Envoy's
 //! `with_request_body`) is the call's; an empty one means the front did not forward it, unless
@@ -57,7 +58,7 @@ fn agent(state: &AppState, headers: &HeaderMap) -> Result<Identity, ApiError> {
         None => {
             state.metrics.unauthorized();
             Err(ApiError::new(
-                StatusCode::PROXY_AUTHENTICATION_REQUIRED,
+                StatusCode::UNAUTHORIZED,
                 "unknown_agent",
                 "the call carries no agent credential that --identities knows (X-Capgate-Credential)",
             ))

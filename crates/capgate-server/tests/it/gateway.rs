@@ -84,7 +84,7 @@ fn the_front_needs_the_pep_token_and_the_agent_a_known_credential() {
     unknown[0] = ("X-Capgate-Credential", "nobody-0123456789");
     unknown.push(("Authorization", pep.as_str()));
     let response = subrequest(server.address, "GET", "/v1/auth/forward", &unknown, "");
-    assert_eq!(response.status, 407);
+    assert_eq!(response.status, 401);
     assert_eq!(response.json()["error"]["code"], "unknown_agent");
     let mut missing = headers[1..].to_vec();
     missing.push(("Authorization", pep.as_str()));

@@ -6,5 +6,6 @@ mod common;
 mod connections;
 mod ext_authz;
 mod gateway;
+mod nginx;
 mod operator;
 mod reload;
