@@ -10,15 +10,15 @@ use serde_json::json;
 
 use crate::common::*;
 
+/// The UTC hour twelve hours from now: the `night` capability's window.
+fn far_hour() -> u32 {
+    use chrono::Timelike;
+    (chrono::Utc::now().hour() + 12) % 24
+}
+
 /// A policy with a process-lifetime read, a rate-limited write, and a window far from now.
 pub fn notes_policy() -> String {
-    let hour = (chrono::Utc::now()
-        .format("%H")
-        .to_string()
-        .parse::<u32>()
-        .unwrap()
-        + 12)
-        % 24;
+    let hour = far_hour();
     format!(
         r#"skill "notes" {{
   version "1"
@@ -181,13 +181,7 @@ fn wrong_methods_and_unknown_routes_answer_json() {
 fn a_request_time_is_ignored() {
     let (server, _dir) = start_notes("time");
     // The window is open twelve hours from now; the request claims a time inside it.
-    let hour = (chrono::Utc::now()
-        .format("%H")
-        .to_string()
-        .parse::<u32>()
-        .unwrap()
-        + 12)
-        % 24;
+    let hour = far_hour();
     let inside = format!("2026-12-07T{hour:02}:30:00Z");
     let response = check(
         server.address,
