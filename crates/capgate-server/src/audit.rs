@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use capgate::{AuditRecord, AuditSink};
+use prometheus_client::metrics::counter::Counter;
 
 /// An audit sink that queues lines for a writer thread.
 #[derive(Debug)]
@@ -21,27 +22,28 @@ pub struct QueuedAudit {
     sender: Mutex<Option<SyncSender<Vec<u8>>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     failed: Arc<AtomicBool>,
-    failures: AtomicU64,
+    /// Records lost: `capgate_audit_failures_total`.
+    failures: Counter<u64, AtomicU64>,
 }
 
 impl QueuedAudit {
     /// How many lines may wait for the writer.
     pub const CAPACITY: usize = 65_536;
 
-    /// Appends to `path` (created if missing).
+    /// Appends to `path` (created if missing), counting lost records in `failures`.
     ///
     /// # Errors
     /// The file cannot be opened for appending.
-    pub fn open(path: &Path) -> std::io::Result<Arc<Self>> {
+    pub fn open(path: &Path, failures: Counter) -> std::io::Result<Arc<Self>> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
-        Ok(Self::to_writer(file))
+        Ok(Self::to_writer(file, failures))
     }
 
-    /// Writes to `out`.
-    pub fn to_writer<W: Write + Send + 'static>(out: W) -> Arc<Self> {
+    /// Writes to `out`, counting lost records in `failures`.
+    pub fn to_writer<W: Write + Send + 'static>(out: W, failures: Counter) -> Arc<Self> {
         let (sender, receiver) = sync_channel(Self::CAPACITY);
         let failed = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&failed);
@@ -56,14 +58,14 @@ impl QueuedAudit {
             sender: Mutex::new(Some(sender)),
             writer: Mutex::new(writer),
             failed,
-            failures: AtomicU64::new(0),
+            failures,
         })
     }
 
     /// Queues one line; false when it is lost.
     pub fn push(&self, line: Vec<u8>) -> bool {
         if self.failed.load(Ordering::Relaxed) {
-            self.failures.fetch_add(1, Ordering::Relaxed);
+            self.failures.inc();
             return false;
         }
         let sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
@@ -75,14 +77,14 @@ impl QueuedAudit {
             None => false,
         };
         if !sent {
-            self.failures.fetch_add(1, Ordering::Relaxed);
+            self.failures.inc();
         }
         sent
     }
 
     /// Records lost so far.
     pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.failures.get()
     }
 
     /// Stops taking records, writes every queued one and waits for the writer: nothing queued
@@ -128,7 +130,7 @@ impl AuditSink for QueuedAudit {
         let mut line = match serde_json::to_vec(record) {
             Ok(line) => line,
             Err(_) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
+                self.failures.inc();
                 return;
             }
         };
@@ -168,7 +170,7 @@ mod tests {
     #[test]
     fn close_writes_every_queued_line() {
         let out = Shared::default();
-        let audit = QueuedAudit::to_writer(out.clone());
+        let audit = QueuedAudit::to_writer(out.clone(), Counter::default());
         for i in 0..1000 {
             assert!(audit.push(format!("{i}\n").into_bytes()));
         }
@@ -181,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_failed_writer_loses_every_later_line() {
-        let audit = QueuedAudit::to_writer(Broken);
+        let audit = QueuedAudit::to_writer(Broken, Counter::default());
         let _ = audit.push(b"first\n".to_vec());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while audit.push(b"next\n".to_vec()) {

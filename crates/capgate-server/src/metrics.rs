@@ -100,7 +100,7 @@ impl Metrics {
         let audit_dropped = Counter::default();
         registry.register(
             "audit_failures",
-            "Decisions denied because their audit record could not be queued or written",
+            "Audit records lost: the queue was full or the log could not be written",
             audit_dropped.clone(),
         );
         let unauthorized = Counter::default();
@@ -202,9 +202,9 @@ impl Metrics {
         &self.in_flight
     }
 
-    /// Counts a decision denied because its audit record was lost.
-    pub fn audit_failed(&self) {
-        self.audit_dropped.inc();
+    /// The counter of lost audit records, for the audit log to count into.
+    pub fn audit_failures(&self) -> Counter {
+        self.audit_dropped.clone()
     }
 
     /// Counts a request refused for its credential.

@@ -174,9 +174,10 @@ impl Server {
             None => Identities::default(),
         });
         let policy = load(&config.policies, config.limits)?;
+        let metrics = Arc::new(Metrics::new());
         let audit = match &config.audit {
             Some(path) => Some(
-                QueuedAudit::open(path)
+                QueuedAudit::open(path, metrics.audit_failures())
                     .map_err(io(format!("cannot open the audit log {}", path.display())))?,
             ),
             None => None,
@@ -190,7 +191,6 @@ impl Server {
             builder = builder.audit(Arc::clone(audit) as Arc<dyn capgate::AuditSink>);
         }
         let engine = Arc::new(builder.build());
-        let metrics = Arc::new(Metrics::new());
         metrics.loaded(&engine.policy());
         let readiness = Arc::new(Readiness::default());
         readiness.loaded();

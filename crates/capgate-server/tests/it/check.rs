@@ -261,3 +261,31 @@ fn every_decision_is_in_the_audit_log_after_shutdown() {
         assert_eq!(record["capability"], "read");
     }
 }
+
+#[test]
+fn lost_audit_records_are_counted() {
+    let dir = temp_dir("audit-lost");
+    let policy = write(&dir, "notes.cap", &notes_policy());
+    let mut config = config(&dir, vec![policy]);
+    // Every write to /dev/full fails: the writer stops, and every later record is lost.
+    config.audit = Some(std::path::PathBuf::from("/dev/full"));
+    let server = start(config);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        check(server.address, &notes("GET", "notes/1", json!({})));
+        let metrics =
+            String::from_utf8(send(server.address, "GET", "/metrics", None, "").body).unwrap();
+        if !metrics.contains("capgate_audit_failures_total 0") {
+            assert!(
+                metrics.contains("capgate_audit_failures_total"),
+                "{metrics}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no lost record was counted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
