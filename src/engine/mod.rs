@@ -368,15 +368,7 @@ impl Engine {
         if let Some(object) = value.as_object_mut() {
             object.remove("payload");
         }
-        let named = Named::from_value(&value);
-        match Request::from_value_measured(value, None, &self.limits) {
-            Ok(request) => {
-                let mut view = request.view();
-                view.payload_unreadable = Some(why);
-                self.decide_audited(&view)
-            }
-            Err(e) => self.refuse_input(named, &e),
-        }
+        self.check_value_read(value, None, Some(why))
     }
 
     /// [`Engine::check_value`] on a value read from `text_size` bytes of text (a session line's
@@ -387,9 +379,24 @@ impl Engine {
         value: serde_json::Value,
         text_size: Option<usize>,
     ) -> Decision {
+        self.check_value_read(value, text_size, None)
+    }
+
+    /// Reads `value` as a request and decides it, with its payload unreadable for the reason
+    /// given, if one is.
+    fn check_value_read(
+        &self,
+        value: serde_json::Value,
+        text_size: Option<usize>,
+        payload_unreadable: Option<&str>,
+    ) -> Decision {
         let named = Named::from_value(&value);
         match Request::from_value_measured(value, text_size, &self.limits) {
-            Ok(request) => self.check(&request),
+            Ok(request) => {
+                let mut view = request.view();
+                view.payload_unreadable = payload_unreadable;
+                self.decide_audited(&view)
+            }
             Err(e) => self.refuse_input(named, &e),
         }
     }

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
 use capgate::{AuditRecord, AuditSink};
@@ -19,7 +19,8 @@ use prometheus_client::metrics::counter::Counter;
 /// An audit sink that queues lines for a writer thread.
 #[derive(Debug)]
 pub struct QueuedAudit {
-    sender: Mutex<Option<SyncSender<Vec<u8>>>>,
+    /// Read-locked by every record (threads share the sender), write-locked once, to close.
+    sender: RwLock<Option<SyncSender<Vec<u8>>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     failed: Arc<AtomicBool>,
     /// Records lost: `capgate_audit_failures_total`.
@@ -55,7 +56,7 @@ impl QueuedAudit {
             failed.store(true, Ordering::Relaxed);
         }
         Arc::new(QueuedAudit {
-            sender: Mutex::new(Some(sender)),
+            sender: RwLock::new(Some(sender)),
             writer: Mutex::new(writer),
             failed,
             failures,
@@ -68,7 +69,7 @@ impl QueuedAudit {
             self.failures.inc();
             return false;
         }
-        let sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
+        let sender = self.sender.read().unwrap_or_else(PoisonError::into_inner);
         let sent = match sender.as_ref() {
             Some(sender) => match sender.try_send(line) {
                 Ok(()) => true,
@@ -92,7 +93,7 @@ impl QueuedAudit {
     pub fn close(&self) {
         drop(
             self.sender
-                .lock()
+                .write()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take(),
         );

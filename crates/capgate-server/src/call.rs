@@ -23,6 +23,15 @@ use crate::identity::Identity;
 pub const TRANSACTION_HEADER: HeaderName = HeaderName::from_static("x-capgate-transaction");
 /// The header that carries the call's grant token.
 pub const GRANT_HEADER: HeaderName = HeaderName::from_static("x-capgate-grant");
+/// The header Envoy adds (`true`) when it forwarded only part of the body.
+pub const PARTIAL_BODY_HEADER: &str = "x-envoy-auth-partial-body";
+
+/// True when the front marked the body it forwarded as partial ([`PARTIAL_BODY_HEADER`]).
+pub fn marked_partial(headers: &HeaderMap) -> bool {
+    headers
+        .get(PARTIAL_BODY_HEADER)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
+}
 
 /// The headers that ask an upstream to run another verb than the request line's.
 pub const METHOD_OVERRIDE_HEADERS: [&str; 3] = [

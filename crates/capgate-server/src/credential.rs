@@ -124,12 +124,17 @@ pub fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     if values.next().is_some() {
         return None;
     }
-    let bytes = value.as_bytes();
-    let scheme = bytes.get(..7)?;
+    bearer_token(value.as_bytes())
+}
+
+/// The token of one `Bearer TOKEN` credential (the scheme in any case, the token trimmed), if
+/// it is one.
+pub fn bearer_token(value: &[u8]) -> Option<&[u8]> {
+    let scheme = value.get(..7)?;
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return None;
     }
-    let token = bytes.get(7..)?.trim_ascii();
+    let token = value.get(7..)?.trim_ascii();
     (!token.is_empty()).then_some(token)
 }
 

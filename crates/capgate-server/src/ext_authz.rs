@@ -13,7 +13,7 @@
 //! | `capgate.context` | the request's `context`, as JSON |
 //! | `capgate.autonomy` | 0–100 |
 //!
-//! Envoy authenticates to capgate with the PEP token in the `authorization` metadata
+//! Envoy authenticates to capgate with the PEP token as `Bearer` in one `authorization` metadata value
 //! (`grpc_service.initial_metadata`). Answers: allow → `OK`, removing `x-capgate-transaction`
 //! and `x-capgate-grant` before the upstream; deny or approval required → `PERMISSION_DENIED`
 //! with a 403 whose body is the decision, plus the `x-capgate-reason` (and for an approval,
@@ -31,14 +31,11 @@ use envoy_types::ext_authz::v3::pb::{
 use envoy_types::pb::google::rpc;
 use serde_json::Value;
 
-use crate::call::{Body, GRANT_HEADER, HttpCall, TRANSACTION_HEADER};
-use crate::credential::TokenFile;
-use crate::gateway::{APPROVAL_HEADER, Gateway, Outcome, REASON_HEADER};
+use crate::call::{Body, GRANT_HEADER, HttpCall, TRANSACTION_HEADER, marked_partial};
+use crate::credential::{TokenFile, bearer_token};
+use crate::gateway::{APPROVAL_HEADER, Gateway, REASON_HEADER};
 use crate::identity::Identity;
 use crate::metrics::Metrics;
-
-/// The header Envoy adds when it forwarded only part of the body.
-const PARTIAL_BODY_HEADER: &str = "x-envoy-auth-partial-body";
 
 /// gRPC status codes.
 const OK: i32 = 0;
@@ -76,17 +73,13 @@ impl Authorization for ExtAuthz {
         &self,
         request: tonic::Request<CheckRequest>,
     ) -> Result<tonic::Response<CheckResponse>, tonic::Status> {
-        let token = request
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                v.get(..7)
-                    .filter(|s| s.eq_ignore_ascii_case("bearer "))
-                    .map(|_| &v[7..])
-            })
-            .map(str::trim);
-        if !token.is_some_and(|t| self.pep.accepts(t.as_bytes())) {
+        // Exactly one `authorization` value, as for the HTTP endpoints.
+        let mut values = request.metadata().get_all("authorization").iter();
+        let token = match (values.next(), values.next()) {
+            (Some(value), None) => bearer_token(value.as_bytes()),
+            _ => None,
+        };
+        if !token.is_some_and(|t| self.pep.accepts(t)) {
             self.metrics.unauthorized();
             return Err(tonic::Status::unauthenticated(
                 "ext_authz takes the policy-enforcement point's bearer token",
@@ -130,9 +123,6 @@ impl ExtAuthz {
             body,
         };
         let outcome = self.gateway.decide(&identity, &call);
-        if let Outcome::Decided(decision) = &outcome {
-            self.metrics.decided(&identity.skill, decision, 0.0);
-        }
         if outcome.allowed() {
             return CheckResponse {
                 status: Some(status(OK, "")),
@@ -202,10 +192,7 @@ fn header_map(headers: &HashMap<String, String>) -> HeaderMap {
 /// What of the body Envoy forwarded: partial when it says so or sent fewer bytes than the
 /// request's size; not forwarded when it sent none of a body the request has.
 fn body_state<'a>(headers: &HeaderMap, raw: &'a [u8], size: i64) -> Body<'a> {
-    if headers
-        .get(PARTIAL_BODY_HEADER)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
-    {
+    if marked_partial(headers) {
         return Body::Partial;
     }
     let declared = u64::try_from(size).ok().or_else(|| {
@@ -274,6 +261,7 @@ fn denied_without_decision(why: &str) -> CheckResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::PARTIAL_BODY_HEADER;
 
     #[test]
     fn the_body_state_follows_what_envoy_sent() {

@@ -9,12 +9,14 @@
 //! approve.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::http::HeaderValue;
 use capgate::{Decision, Engine, Verdict};
 
 use crate::call::{CallRefusal, HttpCall, Payload, request};
 use crate::identity::Identity;
+use crate::metrics::Metrics;
 
 /// The header that says why a call was refused: the reason's kind and capability.
 pub const REASON_HEADER: &str = "x-capgate-reason";
@@ -104,16 +106,18 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Gateway {
     engine: Arc<Engine>,
+    metrics: Arc<Metrics>,
 }
 
 impl Gateway {
-    /// A gateway deciding with `engine`.
-    pub fn new(engine: Arc<Engine>) -> Self {
-        Gateway { engine }
+    /// A gateway deciding with `engine`, counting each decision and its latency in `metrics`.
+    pub fn new(engine: Arc<Engine>, metrics: Arc<Metrics>) -> Self {
+        Gateway { engine, metrics }
     }
 
     /// Decides `call` for `identity`.
     pub fn decide(&self, identity: &Identity, call: &HttpCall<'_>) -> Outcome {
+        let started = Instant::now();
         let (request, payload) = match request(identity, call) {
             Ok(built) => built,
             Err(refusal) => return Outcome::Refused(refusal),
@@ -122,6 +126,8 @@ impl Gateway {
             Payload::Unreadable(why) => self.engine.check_value_without_payload(request, why),
             Payload::Absent | Payload::Json(_) => self.engine.check_value(request),
         };
+        self.metrics
+            .decided(&identity.skill, &decision, started.elapsed().as_secs_f64());
         Outcome::Decided(decision)
     }
 }

@@ -4,7 +4,7 @@
 //! request: a skill the policies do not name counts as `skill="(unknown)"` and its capability
 //! as `""`, so a caller cannot grow the label set.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 
 use capgate::engine::SkillIndex;
@@ -52,8 +52,9 @@ pub struct Metrics {
     in_flight: Gauge,
     audit_dropped: Counter,
     unauthorized: Counter,
-    /// The (skill, capability) names of the loaded policies: the only label values.
-    names: RwLock<HashSet<(String, String)>>,
+    /// The skill names of the loaded policies, each with its capability names: the only label
+    /// values.
+    names: RwLock<HashMap<String, HashSet<String>>>,
 }
 
 impl Default for Metrics {
@@ -118,7 +119,7 @@ impl Metrics {
             in_flight,
             audit_dropped,
             unauthorized,
-            names: RwLock::new(HashSet::new()),
+            names: RwLock::new(HashMap::new()),
         }
     }
 
@@ -137,9 +138,9 @@ impl Metrics {
                     revision: skill.revision.to_string(),
                 })
                 .set(1);
-            names.insert((skill.name.to_string(), String::new()));
+            let capabilities = names.entry(skill.name.to_string()).or_default();
             for capability in &skill.capabilities {
-                names.insert((skill.name.to_string(), capability.name.to_string()));
+                capabilities.insert(capability.name.to_string());
             }
         }
     }
@@ -168,13 +169,12 @@ impl Metrics {
             .names
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let known_skill = names.contains(&(skill.to_owned(), String::new()));
-        let (skill, capability) = if !known_skill {
-            (UNKNOWN_SKILL.to_owned(), String::new())
-        } else if names.contains(&(skill.to_owned(), capability.to_owned())) {
-            (skill.to_owned(), capability.to_owned())
-        } else {
-            (skill.to_owned(), String::new())
+        let (skill, capability) = match names.get(skill) {
+            None => (UNKNOWN_SKILL.to_owned(), String::new()),
+            Some(capabilities) if capabilities.contains(capability) => {
+                (skill.to_owned(), capability.to_owned())
+            }
+            Some(_) => (skill.to_owned(), String::new()),
         };
         drop(names);
         self.decisions

@@ -214,7 +214,7 @@ impl Server {
             None => None,
         };
         let state = AppState {
-            gateway: Gateway::new(Arc::clone(&engine)),
+            gateway: Gateway::new(Arc::clone(&engine), Arc::clone(&metrics)),
             engine,
             metrics,
             pep,
@@ -300,7 +300,9 @@ impl Server {
                 accepted = self.listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
+                        // Out of descriptors, say: wait a little rather than spin on it.
                         tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                         continue;
                     }
                 },

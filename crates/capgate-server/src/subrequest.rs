@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 
 use crate::body;
-use crate::call::{Body as CallBody, HttpCall};
+use crate::call::{Body as CallBody, HttpCall, marked_partial};
 use crate::error::ApiError;
 use crate::gateway::{APPROVAL_HEADER, Outcome, REASON_HEADER};
 use crate::identity::Identity;
@@ -75,10 +75,7 @@ fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// What of the body the front sent.
 fn body_state<'a>(headers: &HeaderMap, bytes: &'a [u8]) -> CallBody<'a> {
-    if headers
-        .get("x-envoy-auth-partial-body")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"true"))
-    {
+    if marked_partial(headers) {
         return CallBody::Partial;
     }
     if !bytes.is_empty() {
@@ -94,10 +91,7 @@ fn body_state<'a>(headers: &HeaderMap, bytes: &'a [u8]) -> CallBody<'a> {
 }
 
 /// The answer for an outcome.
-fn answer(state: &AppState, identity: &Identity, outcome: &Outcome) -> Response {
-    if let Outcome::Decided(decision) = outcome {
-        state.metrics.decided(&identity.skill, decision, 0.0);
-    }
+fn answer(outcome: &Outcome) -> Response {
     if outcome.allowed() {
         return StatusCode::OK.into_response();
     }
@@ -148,7 +142,7 @@ async fn forward_auth(State(state): State<AppState>, headers: HeaderMap, body: B
         body: body_state(&headers, &bytes),
     };
     let outcome = state.gateway.decide(&identity, &call);
-    answer(&state, &identity, &outcome)
+    answer(&outcome)
 }
 
 async fn envoy_http(
@@ -190,5 +184,5 @@ async fn envoy_http(
         body: body_state(&headers, &bytes),
     };
     let outcome = state.gateway.decide(&identity, &call);
-    answer(&state, &identity, &outcome)
+    answer(&outcome)
 }
