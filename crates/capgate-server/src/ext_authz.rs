@@ -13,8 +13,8 @@
 //! | `capgate.context` | the request's `context`, as JSON |
 //! | `capgate.autonomy` | 0–100 |
 //!
-//! Envoy authenticates to capgate with the PEP token as `Bearer` in one `authorization` metadata value
-//! (`grpc_service.initial_metadata`). Answers: allow → `OK`, removing `x-capgate-transaction`
+//! Envoy authenticates to capgate with the PEP token as `Bearer` in one `authorization`
+//! metadata value (`grpc_service.initial_metadata`). Answers: allow → `OK`, removing `x-capgate-transaction`
 //! and `x-capgate-grant` before the upstream; deny or approval required → `PERMISSION_DENIED`
 //! with a 403 whose body is the decision, plus the `x-capgate-reason` (and for an approval,
 //! `x-capgate-approval-required`) header; a caller without the PEP token →
